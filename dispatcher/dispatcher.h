@@ -1,0 +1,189 @@
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dispatcher/function_schema.h"
+#include "dispatcher/kernel_function.h"
+#include "dispatcher/local_dispatch_key_set.h"
+#include "dispatcher/operator_entry.h"
+
+namespace strata {
+
+template <class Sig>
+class TypedOperatorHandle;
+
+// A stable reference to one operator overload (valid for the program's life).
+class OperatorHandle {
+ public:
+  explicit OperatorHandle(OperatorEntry* entry) : entry_(entry) {}
+
+  const OperatorName& operator_name() const { return entry_->operator_name(); }
+  bool has_schema() const { return entry_->has_schema(); }
+  const FunctionSchema& schema() const { return entry_->schema(); }
+  const OperatorEntry& entry() const { return *entry_; }
+
+  // Checks that Sig is the C++ signature the op's kernels were registered with.
+  template <class Sig>
+  TypedOperatorHandle<Sig> typed() const;
+
+  // Calls the op on the arguments at the top of the stack (checked against the
+  // schema: count and types), replacing them by the results.
+  void call_boxed(Stack& stack) const;
+  // Calls the kernel for the highest key of `keys`, skipping the key computation:
+  // how a kernel at key K passes a call on, with keys & DispatchKeySet::below(K).
+  void redispatch_boxed(DispatchKeySet keys, Stack& stack) const;
+
+  friend bool operator==(const OperatorHandle& a, const OperatorHandle& b) {
+    return a.entry_ == b.entry_;
+  }
+
+ protected:
+  OperatorEntry* entry_;
+};
+
+namespace detail {
+inline void accumulate_keys(DispatchKeySet& keys, const Tensor& t) {
+  if (t.defined()) keys |= t.key_set();
+}
+inline void accumulate_keys(DispatchKeySet& keys, const std::optional<Tensor>& t) {
+  if (t && t->defined()) keys |= t->key_set();
+}
+inline void accumulate_keys(DispatchKeySet& keys, ArrayRef<Tensor> list) {
+  for (const Tensor& t : list) accumulate_keys(keys, t);
+}
+inline void accumulate_keys(DispatchKeySet& keys, const std::vector<Tensor>& list) {
+  accumulate_keys(keys, ArrayRef<Tensor>(list));
+}
+template <class T>
+void accumulate_keys(DispatchKeySet&, const T&) {}
+
+// Note [Dispatch trace]
+// STRATA_SHOW_DISPATCH_TRACE=1 prints every call with the key that handles it,
+// indented by nesting depth; set_dispatch_trace() toggles it at run time.
+extern std::atomic<bool> g_dispatch_trace_enabled;
+class DispatchTraceScope {
+ public:
+  DispatchTraceScope(const OperatorHandle& op, DispatchKeySet keys, bool redispatch);
+  ~DispatchTraceScope();
+};
+}  // namespace detail
+
+void set_dispatch_trace(bool enabled);
+// Where the trace goes (default std::cerr); null restores the default.
+void set_dispatch_trace_stream(std::ostream* out);
+// Transforms describe their layer stack in trace lines through this hook.
+void set_dispatch_trace_context(std::string (*describe)());
+
+// The keys that select the kernel of a call with these tensor keys.
+inline DispatchKeySet compute_dispatch_keys(DispatchKeySet tensor_keys, const OperatorEntry& op) {
+  const LocalDispatchKeySet& local = local_dispatch_key_set();
+  return ((tensor_keys | local.included) - local.excluded) & op.non_fallthrough_keys();
+}
+
+template <class Ret, class... Args>
+class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
+ public:
+  Ret call(Args... args) const {
+    DispatchKeySet tensor_keys;
+    (detail::accumulate_keys(tensor_keys, args), ...);
+    return call_with_keys(compute_dispatch_keys(tensor_keys, *entry_), false,
+                          std::forward<Args>(args)...);
+  }
+
+  Ret redispatch(DispatchKeySet keys, Args... args) const {
+    return call_with_keys(keys & entry_->non_fallthrough_keys(), true, std::forward<Args>(args)...);
+  }
+
+ private:
+  friend class OperatorHandle;
+  explicit TypedOperatorHandle(OperatorEntry* entry) : OperatorHandle(entry) {}
+
+  Ret call_with_keys(DispatchKeySet keys, bool redispatch, Args... args) const {
+    const KernelFunction& kernel = entry_->lookup(keys.highest());
+    if (__builtin_expect(detail::g_dispatch_trace_enabled.load(std::memory_order_relaxed), 0)) {
+      detail::DispatchTraceScope trace(*this, keys, redispatch);
+      return kernel.call<Ret, Args...>(*this, keys, std::forward<Args>(args)...);
+    }
+    return kernel.call<Ret, Args...>(*this, keys, std::forward<Args>(args)...);
+  }
+};
+
+namespace detail {
+// Throws unless sig matches the C++ signature the op's kernels were registered with.
+void check_typed_signature(const OperatorEntry& op, const boxing::CppSignature& sig);
+
+template <class Sig>
+struct SignatureOf;
+template <class Ret, class... Args>
+struct SignatureOf<Ret(Args...)> {
+  static const boxing::CppSignature& get() {
+    static const boxing::CppSignature signature = boxing::make_cpp_signature<Ret, Args...>();
+    return signature;
+  }
+};
+}  // namespace detail
+
+template <class Sig>
+TypedOperatorHandle<Sig> OperatorHandle::typed() const {
+  detail::check_typed_signature(*entry_, detail::SignatureOf<Sig>::get());
+  return TypedOperatorHandle<Sig>(entry_);
+}
+
+// Removes a registration when destroyed (Library keeps these).
+class RegistrationHandle {
+ public:
+  RegistrationHandle() = default;
+  explicit RegistrationHandle(std::function<void()> on_destroy)
+      : on_destroy_(std::move(on_destroy)) {}
+  RegistrationHandle(RegistrationHandle&&) noexcept = default;
+  RegistrationHandle& operator=(RegistrationHandle&&) noexcept;
+  ~RegistrationHandle();
+
+ private:
+  std::function<void()> on_destroy_;
+};
+
+// The process-wide operator registry.
+class Dispatcher {
+ public:
+  static Dispatcher& singleton();
+
+  // Named as in DESIGN.md's public API. Errors: "could not find schema for
+  // ns::op.overload", or "... did you forget to def() it?" when only kernels exist.
+  OperatorHandle findSchemaOrThrow(std::string_view name, std::string_view overload_name) const;
+  std::optional<OperatorHandle> find_schema(const OperatorName& name) const;
+  // Finds an op that has kernels, with or without a schema.
+  std::optional<OperatorHandle> find_op(const OperatorName& name) const;
+  std::vector<OperatorName> registered_operators() const;
+
+  RegistrationHandle register_def(FunctionSchema schema, std::string debug);
+  RegistrationHandle register_impl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
+                                   std::string debug);
+  RegistrationHandle register_fallback(DispatchKey key, KernelFunction kernel, std::string debug);
+
+  // The backend fallback for a runtime key, or null.
+  const KernelFunction* backend_fallback(DispatchKey key) const;
+
+ private:
+  Dispatcher();
+  OperatorEntry& find_or_create(const OperatorName& name);
+
+  struct Fallback {
+    KernelFunction kernel;
+    std::string debug;
+  };
+  mutable std::mutex mutex_;
+  std::unordered_map<OperatorName, std::unique_ptr<OperatorEntry>> operators_;
+  std::array<std::list<Fallback>, kNumRuntimeKeys> fallbacks_;
+  std::list<Fallback> retired_fallbacks_;
+};
+
+}  // namespace strata

@@ -1,0 +1,69 @@
+// Writing into an existing tensor: fill_, zero_ and copy_.
+#include "dispatcher/library.h"
+#include "kernels/cpu/elementwise.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata {
+namespace {
+
+const Tensor& fill__cpu(const Tensor& self, const Scalar& value) {
+  STRATA_CHECK(is_floating_point(self.dtype()) || !value.is_floating_point(), "strata::fill_",
+               "cannot fill a ", self.dtype(), " tensor with the floating-point value ", value);
+  cpu::fill_kernel(self, value);
+  self.impl()->bump_version();
+  return self;
+}
+
+const Tensor& zero__composite(const Tensor& self) { return self.fill_(0); }
+
+const Tensor& copy__cpu(const Tensor& self, const Tensor& src, bool /*non_blocking*/) {
+  STRATA_CHECK(src.device() == self.device(), "strata::copy_", "cannot copy a tensor on ",
+               src.device(), " into one on ", self.device(), " with the CPU kernel");
+  DimVector shape = broadcast_shapes(self.sizes(), src.sizes(), "strata::copy_");
+  STRATA_CHECK(IntArrayRef(shape) == self.sizes(), "strata::copy_", "source of shape ",
+               shape_string(src.sizes()), " cannot be broadcast to the destination's shape ",
+               shape_string(self.sizes()));
+  cpu::copy_kernel(self, src);
+  self.impl()->bump_version();
+  return self;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)");
+  m.def("zero_(Tensor(a!) self) -> Tensor(a!)");
+  m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("fill_.Scalar", &fill__cpu);
+  m.impl("copy_", &copy__cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("zero_", &zero__composite); }
+
+}  // namespace
+
+const Tensor& Tensor::fill_(const Scalar& value) const {
+  static const auto op = Dispatcher::singleton()
+                             .findSchemaOrThrow("strata::fill_", "Scalar")
+                             .typed<const Tensor&(const Tensor&, const Scalar&)>();
+  return op.call(*this, value);
+}
+
+const Tensor& Tensor::zero_() const {
+  static const auto op = Dispatcher::singleton()
+                             .findSchemaOrThrow("strata::zero_", "")
+                             .typed<const Tensor&(const Tensor&)>();
+  return op.call(*this);
+}
+
+const Tensor& Tensor::copy_(const Tensor& src) const {
+  static const auto op = Dispatcher::singleton()
+                             .findSchemaOrThrow("strata::copy_", "")
+                             .typed<const Tensor&(const Tensor&, const Tensor&, bool)>();
+  return op.call(*this, src, false);
+}
+
+}  // namespace strata

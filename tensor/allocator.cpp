@@ -1,0 +1,196 @@
+#include "tensor/allocator.h"
+
+#include <array>
+#include <bit>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+#include "tensor/error.h"
+
+namespace strata {
+namespace {
+
+// Size classes are powers of two from 64 B; blocks up to kThreadCacheMaxBytes are
+// cached per thread, bigger ones (to kMaxClassBytes) in the shared cache, and
+// anything bigger is rounded to 1 MiB and cached by exact size.
+constexpr int kMinClassLog2 = 6;
+constexpr size_t kThreadCacheMaxBytes = size_t{1} << 20;
+constexpr size_t kThreadCacheBytesPerClass = size_t{4} << 20;
+constexpr size_t kSharedCacheLimitBytes = size_t{2} << 30;
+constexpr size_t kLargeGranule = size_t{1} << 20;
+// Indexed by log2(size) - kMinClassLog2; only 64 B .. 1 MiB are used, the rest of
+// the array keeps every index the compiler can see in bounds.
+constexpr int kNumThreadClasses = 65 - kMinClassLog2;
+
+// Counted on the slow paths only: the cached hot path touches no shared state.
+std::atomic<size_t> g_shared_bytes_cached{0};
+std::atomic<size_t> g_system_allocations{0};
+std::atomic<size_t> g_system_frees{0};
+
+bool caching_from_environment() {
+  const char* env = std::getenv("STRATA_CPU_ALLOCATOR_CACHE");
+  return !(env && env[0] == '0');
+}
+std::atomic<bool> g_caching{caching_from_environment()};
+
+size_t rounded_size(size_t nbytes) {
+  if (nbytes <= (size_t{1} << kMinClassLog2)) return size_t{1} << kMinClassLog2;
+  if (nbytes <= kThreadCacheMaxBytes) return std::bit_ceil(nbytes);
+  return (nbytes + kLargeGranule - 1) / kLargeGranule * kLargeGranule;
+}
+
+void system_free(void* p) {
+  g_system_frees.fetch_add(1, std::memory_order_relaxed);
+  std::free(p);
+}
+
+void* system_allocate(size_t bytes) {
+  g_system_allocations.fetch_add(1, std::memory_order_relaxed);
+  void* p = std::aligned_alloc(Allocator::kAlignment, bytes);
+  STRATA_CHECK(p != nullptr, "allocator", "out of memory allocating ", bytes, " bytes on cpu");
+  return p;
+}
+
+struct ThreadCache {
+  std::array<std::vector<void*>, kNumThreadClasses> free_lists;
+  size_t bytes_cached = 0;
+  ~ThreadCache() { release(); }
+  void release() {
+    for (auto& list : free_lists) {
+      for (void* p : list) system_free(p);
+      list.clear();
+    }
+    bytes_cached = 0;
+  }
+};
+
+ThreadCache& thread_cache() {
+  thread_local ThreadCache cache;
+  return cache;
+}
+
+class SharedCache {
+ public:
+  void* take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(bytes);
+    if (it == blocks_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    g_shared_bytes_cached.fetch_sub(bytes, std::memory_order_relaxed);
+    return p;
+  }
+  bool put(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (g_shared_bytes_cached.load(std::memory_order_relaxed) + bytes > kSharedCacheLimitBytes) {
+      return false;
+    }
+    blocks_[bytes].push_back(p);
+    g_shared_bytes_cached.fetch_add(bytes, std::memory_order_relaxed);
+    return true;
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [bytes, list] : blocks_) {
+      for (void* p : list) system_free(p);
+      g_shared_bytes_cached.fetch_sub(bytes * list.size(), std::memory_order_relaxed);
+    }
+    blocks_.clear();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> blocks_;
+};
+
+SharedCache& shared_cache() {
+  static SharedCache* cache = new SharedCache();  // outlives threads' exit handlers
+  return *cache;
+}
+
+int thread_class(size_t rounded) { return std::countr_zero(rounded) - kMinClassLog2; }
+
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes) override {
+    size_t bytes = rounded_size(nbytes);
+    if (g_caching.load(std::memory_order_relaxed)) {
+      if (bytes <= kThreadCacheMaxBytes) {
+        ThreadCache& cache = thread_cache();
+        auto& list = cache.free_lists[thread_class(bytes)];
+        if (!list.empty()) {
+          void* p = list.back();
+          list.pop_back();
+          cache.bytes_cached -= bytes;
+          return p;
+        }
+      } else if (void* p = shared_cache().take(bytes)) {
+        return p;
+      }
+    }
+    return system_allocate(bytes);
+  }
+
+  void deallocate(void* ptr, size_t nbytes) override {
+    size_t bytes = rounded_size(nbytes);
+    if (g_caching.load(std::memory_order_relaxed)) {
+      if (bytes <= kThreadCacheMaxBytes) {
+        ThreadCache& cache = thread_cache();
+        auto& list = cache.free_lists[thread_class(bytes)];
+        if (list.size() * bytes < kThreadCacheBytesPerClass) {
+          list.push_back(ptr);
+          cache.bytes_cached += bytes;
+          return;
+        }
+      } else if (shared_cache().put(ptr, bytes)) {
+        return;
+      }
+    }
+    system_free(ptr);
+  }
+
+  bool host_accessible() const override { return true; }
+  void release_cached() override { release_cpu_allocator_cache(); }
+};
+
+std::array<std::atomic<Allocator*>, kNumDeviceTypes>& allocator_table() {
+  static CpuAllocator* cpu = new CpuAllocator();
+  static std::array<std::atomic<Allocator*>, kNumDeviceTypes> table{cpu, nullptr};
+  return table;
+}
+
+}  // namespace
+
+Allocator* allocator_for(DeviceType type) {
+  Allocator* a = allocator_table()[static_cast<int>(type)].load(std::memory_order_acquire);
+  STRATA_CHECK(a != nullptr, "allocator", "no allocator for device type ",
+               Device(type).str(), ": Strata was built without that backend");
+  return a;
+}
+
+void register_allocator(DeviceType type, Allocator* allocator) {
+  allocator_table()[static_cast<int>(type)].store(allocator, std::memory_order_release);
+}
+
+CpuAllocatorStats cpu_allocator_stats() {
+  return {thread_cache().bytes_cached, g_shared_bytes_cached.load(), g_system_allocations.load(),
+          g_system_frees.load()};
+}
+
+void set_cpu_allocator_caching(bool enabled) {
+  g_caching.store(enabled);
+  if (!enabled) release_cpu_allocator_cache();
+}
+
+bool cpu_allocator_caching() { return g_caching.load(); }
+
+void release_cpu_allocator_cache() {
+  thread_cache().release();
+  shared_cache().release();
+}
+
+}  // namespace strata

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/device.h"
+
+namespace strata {
+
+// Every tensor buffer comes from the allocator of its device type.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Returns memory aligned to at least kAlignment bytes; nbytes may be 0.
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void deallocate(void* ptr, size_t nbytes) = 0;
+  // Whether the CPU can read the memory (a StorageImpl header can then share it).
+  virtual bool host_accessible() const = 0;
+  // Returns cached blocks to the system.
+  virtual void release_cached() {}
+
+  static constexpr size_t kAlignment = 64;
+};
+
+Allocator* allocator_for(DeviceType type);
+// Backends outside the core (CUDA) install their allocator at load time.
+void register_allocator(DeviceType type, Allocator* allocator);
+
+// Note [CPU allocator cache]
+// Freed CPU blocks are kept per size class and reused: writing fresh pages costs
+// more than the arithmetic of a per-sample gradient. Small blocks are cached per
+// thread (no lock on the hot path); large ones in a shared, bounded cache. Set
+// STRATA_CPU_ALLOCATOR_CACHE=0, or call set_cpu_allocator_caching(false), to turn
+// caching off (leak checkers then see every block).
+struct CpuAllocatorStats {
+  size_t thread_bytes_cached = 0;  // held for reuse by the calling thread
+  size_t shared_bytes_cached = 0;  // held for reuse by the shared large-block cache
+  size_t system_allocations = 0;   // blocks obtained from the system so far
+  size_t system_frees = 0;         // blocks returned to the system so far
+};
+CpuAllocatorStats cpu_allocator_stats();
+void set_cpu_allocator_caching(bool enabled);
+bool cpu_allocator_caching();
+// Frees every cached block of the calling thread and the shared cache.
+void release_cpu_allocator_cache();
+
+}  // namespace strata

@@ -1,0 +1,97 @@
+#include "tensor/tensor_impl.h"
+
+#include "tensor/error.h"
+
+namespace strata {
+
+DispatchKey backend_key(DeviceType type) {
+  return type == DeviceType::CUDA ? DispatchKey::CUDA : DispatchKey::CPU;
+}
+
+DimVector contiguous_strides(IntArrayRef sizes) {
+  DimVector strides(sizes.size());
+  int64_t running = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = running;
+    running *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return strides;
+}
+
+TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes)
+    : storage_(std::move(storage)),
+      sizes_(sizes),
+      strides_(contiguous_strides(sizes)),
+      key_set_(backend_key(storage_->device().type)),
+      dtype_(dtype),
+      device_(storage_->device()) {
+  refresh_numel_and_contiguity();
+}
+
+TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
+                       int64_t storage_offset)
+    : storage_(std::move(storage)),
+      sizes_(sizes),
+      strides_(strides),
+      storage_offset_(storage_offset),
+      key_set_(backend_key(storage_->device().type)),
+      dtype_(dtype),
+      device_(storage_->device()) {
+  refresh_numel_and_contiguity();
+}
+
+TensorImpl::TensorImpl(DispatchKeySet keys, ScalarType dtype, Device device)
+    : key_set_(keys), dtype_(dtype), device_(device) {}
+
+TensorImpl::~TensorImpl() = default;
+
+void* TensorImpl::data_ptr() const {
+  STRATA_CHECK(storage_, impl_name(), "tensor has no storage: its data cannot be accessed");
+  return static_cast<char*>(storage_->data()) + storage_offset_ * element_size(dtype_);
+}
+
+uint32_t TensorImpl::version() const { return storage_ ? storage_->version() : 0; }
+
+void TensorImpl::bump_version() {
+  if (storage_) storage_->bump_version();
+}
+
+void TensorImpl::set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) {
+  autograd_meta_ = std::move(meta);
+}
+
+void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
+  sizes_ = sizes;
+  strides_ = contiguous_strides(sizes);
+  refresh_numel_and_contiguity();
+}
+
+void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides,
+                                       int64_t storage_offset) {
+  STRATA_CHECK(sizes.size() == strides.size(), impl_name(), "got ", sizes.size(), " sizes but ",
+               strides.size(), " strides");
+  sizes_ = sizes;
+  strides_ = strides;
+  storage_offset_ = storage_offset;
+  refresh_numel_and_contiguity();
+}
+
+void TensorImpl::refresh_numel_and_contiguity() {
+  int64_t n = 1;
+  for (int64_t s : sizes_) n *= s;
+  numel_ = n;
+  // Strides of size-1 dims do not matter, nor any stride of an empty tensor.
+  bool contiguous = true;
+  int64_t expected = 1;
+  for (size_t i = sizes_.size(); i-- > 0 && n != 0;) {
+    if (sizes_[i] == 1) continue;
+    if (strides_[i] != expected) {
+      contiguous = false;
+      break;
+    }
+    expected *= sizes_[i];
+  }
+  is_contiguous_ = contiguous;
+}
+
+}  // namespace strata

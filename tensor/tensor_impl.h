@@ -1,0 +1,90 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "tensor/array_ref.h"
+#include "tensor/device.h"
+#include "tensor/dispatch_key.h"
+#include "tensor/intrusive_ptr.h"
+#include "tensor/scalar_type.h"
+#include "tensor/small_vector.h"
+#include "tensor/storage.h"
+
+namespace strata {
+
+// What reverse-mode autograd attaches to a tensor. Declared here so the slot costs
+// the core nothing; transforms/grad defines what goes in it.
+class AutogradMetaInterface {
+ public:
+  virtual ~AutogradMetaInterface() = default;
+};
+
+// A strided view of a Storage: sizes, strides (in elements), an offset, a dtype,
+// a device and the dispatch keys that select its kernels. One allocation holds all
+// of it for tensors of rank <= 5. Subclasses carry transform state (a grad
+// wrapper, a batched tensor); they may have no storage of their own.
+class TensorImpl : public RefCounted {
+ public:
+  // A contiguous tensor over `storage`, whose key set is its backend's key.
+  TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes);
+  // A view: explicit strides and offset into a shared storage.
+  TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
+             int64_t storage_offset);
+  ~TensorImpl() override;
+
+  IntArrayRef sizes() const { return sizes_; }
+  IntArrayRef strides() const { return strides_; }
+  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  int64_t numel() const { return numel_; }
+  int64_t storage_offset() const { return storage_offset_; }
+  bool is_contiguous() const { return is_contiguous_; }
+  ScalarType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  DispatchKeySet key_set() const { return key_set_; }
+
+  bool has_storage() const { return static_cast<bool>(storage_); }
+  const Storage& storage() const { return storage_; }
+  // Address of element 0 (after the offset); requires storage.
+  void* data_ptr() const;
+
+  // Shared by views of one storage; in-place ops bump it.
+  uint32_t version() const;
+  void bump_version();
+
+  AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
+  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta);
+
+  // Changes shape metadata in place (views, resize of a fresh output).
+  void set_sizes_contiguous(IntArrayRef sizes);
+  void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+
+  // For error messages: "TensorImpl", "BatchedTensorImpl", ...
+  virtual const char* impl_name() const { return "TensorImpl"; }
+
+ protected:
+  // For subclasses that define their own keys and may have no storage.
+  TensorImpl(DispatchKeySet keys, ScalarType dtype, Device device);
+  void set_key_set(DispatchKeySet keys) { key_set_ = keys; }
+
+ private:
+  void refresh_numel_and_contiguity();
+
+  Storage storage_;
+  DimVector sizes_;
+  DimVector strides_;
+  int64_t storage_offset_ = 0;
+  int64_t numel_ = 1;
+  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+  DispatchKeySet key_set_;
+  ScalarType dtype_;
+  Device device_;
+  bool is_contiguous_ = true;
+};
+
+// Row-major strides for sizes.
+DimVector contiguous_strides(IntArrayRef sizes);
+
+DispatchKey backend_key(DeviceType type);
+
+}  // namespace strata
