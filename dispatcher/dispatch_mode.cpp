@@ -1,5 +1,6 @@
 #include "dispatcher/dispatch_mode.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "dispatcher/library.h"
@@ -9,58 +10,83 @@
 namespace strata {
 namespace {
 
-thread_local std::vector<std::shared_ptr<DispatchMode>> tls_mode_stack;
+// See Note [Dispatch modes]: modes [0, tls_visible) are active.
+thread_local std::vector<std::shared_ptr<DispatchMode>> tls_modes;
+thread_local size_t tls_visible = 0;
 
-void sync_mode_key() {
+// The call a mode's dispatch() is handling, for call_next().
+struct ModeFrame {
+  size_t index;
+  DispatchKeySet keys;
+};
+thread_local const ModeFrame* tls_frame = nullptr;
+
+void set_visible(size_t n) {
+  tls_visible = n;
   auto& local = local_dispatch_key_set();
-  local.included = tls_mode_stack.empty() ? local.included.remove(DispatchKey::Mode)
-                                          : local.included.add(DispatchKey::Mode);
+  local.included = n > 0 ? local.included.add(DispatchKey::Mode)
+                         : local.included.remove(DispatchKey::Mode);
 }
 
-// Pops the top mode for its scope; see Note [Dispatch modes].
-class PopModeGuard {
+class VisibleModesGuard {
  public:
-  PopModeGuard() : mode_(std::move(tls_mode_stack.back())) {
-    tls_mode_stack.pop_back();
-    sync_mode_key();
-  }
-  ~PopModeGuard() {
-    tls_mode_stack.push_back(std::move(mode_));
-    sync_mode_key();
-  }
-  DispatchMode& mode() { return *mode_; }
+  explicit VisibleModesGuard(size_t n) : saved_(tls_visible) { set_visible(n); }
+  ~VisibleModesGuard() { set_visible(std::min(saved_, tls_modes.size())); }
+  VisibleModesGuard(const VisibleModesGuard&) = delete;
+  VisibleModesGuard& operator=(const VisibleModesGuard&) = delete;
 
  private:
-  std::shared_ptr<DispatchMode> mode_;
+  size_t saved_;
 };
 
-void mode_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
-  if (tls_mode_stack.empty()) {
-    // Only reachable if a caller put Mode in the key set by hand: pass on.
+// Hands the call to the highest mode below `index`, or to the kernels.
+void pass_on(size_t index, const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  if (index == 0) {
+    VisibleModesGuard all(tls_modes.size());
     op.redispatch_boxed(keys & DispatchKeySet::below(DispatchKey::Mode), stack);
     return;
   }
-  PopModeGuard guard;
-  guard.mode().dispatch(op, stack);
+  const size_t i = index - 1;
+  std::shared_ptr<DispatchMode> mode = tls_modes[i];  // alive even if popped meanwhile
+  const ModeFrame frame{i, keys};
+  const ModeFrame* saved_frame = tls_frame;
+  tls_frame = &frame;
+  struct RestoreFrame {
+    const ModeFrame* saved;
+    ~RestoreFrame() { tls_frame = saved; }
+  } restore{saved_frame};
+  VisibleModesGuard hide(i);
+  mode->dispatch(op, stack);
+}
+
+void mode_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  pass_on(tls_visible, op, keys, stack);
 }
 
 STRATA_LIBRARY_IMPL(_, Mode, m) { m.fallback(KernelFunction::from_boxed(&mode_fallback)); }
 
 }  // namespace
 
-void DispatchMode::dispatch(const OperatorHandle& op, Stack& stack) { op.call_boxed(stack); }
+void DispatchMode::dispatch(const OperatorHandle& op, Stack& stack) { call_next(op, stack); }
+
+void DispatchMode::call_next(const OperatorHandle& op, Stack& stack) {
+  STRATA_CHECK(tls_frame != nullptr, "DispatchMode",
+               "call_next() may only be called from dispatch() while it handles a call");
+  const ModeFrame frame = *tls_frame;
+  pass_on(frame.index, op, frame.keys, stack);
+}
 
 DispatchModeGuard::DispatchModeGuard(std::shared_ptr<DispatchMode> mode) {
   STRATA_CHECK(mode != nullptr, "DispatchModeGuard", "mode is null");
-  tls_mode_stack.push_back(std::move(mode));
-  sync_mode_key();
+  tls_modes.push_back(std::move(mode));
+  set_visible(tls_modes.size());
 }
 
 DispatchModeGuard::~DispatchModeGuard() {
-  tls_mode_stack.pop_back();
-  sync_mode_key();
+  tls_modes.pop_back();
+  set_visible(std::min(tls_visible, tls_modes.size()));
 }
 
-size_t dispatch_mode_stack_size() { return tls_mode_stack.size(); }
+size_t dispatch_mode_stack_size() { return tls_modes.size(); }
 
 }  // namespace strata

@@ -13,19 +13,24 @@ class OperatorHandle;
 // tools such as op or FLOP counters.
 //
 // Note [Dispatch modes]
-// Active modes form a thread-local stack; while it is non-empty the Mode key is
+// Active modes form a thread-local stack; while a mode is visible the Mode key is
 // in the thread's included set, so every call reaches the Mode fallback first
-// (above the transforms' keys). The fallback pops the top mode and calls its
-// dispatch() with the mode popped: calling
-// op.call_boxed(stack) from there passes the call on, to the next mode or, when
-// none is left, to the transforms and kernels. The mode is pushed back when
-// dispatch() returns or throws.
+// (above the transforms' keys), which hands it to the top visible mode. While a
+// mode's dispatch() runs, that mode and those above it are hidden, so the ops it
+// calls itself reach only the modes below it and then the kernels. To pass the
+// call on it calls call_next(): the next mode down gets the call, and after the
+// last one the kernel runs with every mode visible again, so the modes also see
+// the calls the kernel makes (a composite op's parts, in order).
 class DispatchMode {
  public:
   virtual ~DispatchMode() = default;
   // The op's arguments are the last op.schema().arguments().size() values of the
-  // stack; leave its results there instead (the default passes the call on).
+  // stack; leave its results there instead. The default passes the call on.
   virtual void dispatch(const OperatorHandle& op, Stack& stack);
+
+ protected:
+  // Passes the call being dispatched on to the next mode, or to the kernels.
+  void call_next(const OperatorHandle& op, Stack& stack);
 };
 
 // Pushes a mode for the guard's scope.
@@ -37,7 +42,7 @@ class DispatchModeGuard {
   DispatchModeGuard& operator=(const DispatchModeGuard&) = delete;
 };
 
-// The number of active modes on this thread.
+// The number of modes pushed on this thread.
 size_t dispatch_mode_stack_size();
 
 }  // namespace strata

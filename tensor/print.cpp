@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -24,7 +25,7 @@ namespace {
 constexpr int64_t kSummarizeAbove = 1000;  // numel beyond which dims are elided
 constexpr int64_t kEdgeItems = 3;          // entries kept at each end of an elided dim
 constexpr int64_t kGap = -1;               // marks the "..." among shown indices
-const std::string kPrefix = "tensor(";
+constexpr std::string_view kPrefix = "tensor(";
 
 // The indices of a dim that are printed, with kGap where entries are left out.
 std::vector<int64_t> shown_indices(int64_t size, bool summarize) {
@@ -67,7 +68,7 @@ std::vector<std::string> format_floats(const std::vector<T>& values) {
   for (T v : values) {
     if (!std::isfinite(v)) continue;
     double a = std::fabs(static_cast<double>(v));
-    all_integral = all_integral && std::nearbyint(a) == a;
+    all_integral = all_integral && std::floor(a) == a;
     max_abs = std::max(max_abs, a);
     if (a != 0) min_nonzero_abs = std::min(min_nonzero_abs, a);
   }
@@ -124,10 +125,13 @@ class Layout {
     // Sub-arrays go on new lines under the first element of their parent; each dim
     // further out adds a blank line between blocks, as NumPy does.
     const size_t rows_below = sizes_.size() - dim - 1;
-    const std::string separator =
-        rows_below == 0 ? ", "
-                        : "," + std::string(rows_below, '\n') +
-                              std::string(kPrefix.size() + dim + 1, ' ');
+    std::string separator = ",";
+    if (rows_below == 0) {
+      separator += ' ';
+    } else {
+      separator.append(rows_below, '\n');
+      separator.append(kPrefix.size() + dim + 1, ' ');
+    }
     out_ << '[';
     bool first = true;
     for (int64_t i : shown_indices(sizes_[dim], summarize_)) {
@@ -164,11 +168,19 @@ std::ostream& describe(std::ostream& out, const Tensor& t, const std::string& pl
 std::ostream& operator<<(std::ostream& out, const Tensor& t) {
   if (!t.defined()) return out << kPrefix << "undefined)";
   if (!t.impl()->has_storage()) {
-    return describe(out, t, "<" + std::string(t.impl()->impl_name()) + " without storage>");
+    std::string placeholder = "<";
+    placeholder += t.impl()->impl_name();
+    placeholder += " without storage>";
+    return describe(out, t, placeholder);
   }
   if (t.numel() == 0) return describe(out, t, "[]");
   // This component has no way to copy device memory to the host.
-  if (!t.device().is_cpu()) return describe(out, t, "<" + t.device().str() + " data>");
+  if (!t.device().is_cpu()) {
+    std::string placeholder = "<";
+    placeholder += t.device().str();
+    placeholder += " data>";
+    return describe(out, t, placeholder);
+  }
 
   const bool summarize = t.numel() > kSummarizeAbove;
   std::vector<std::string> cells = STRATA_DISPATCH_ALL_TYPES(t.dtype(), "print", [&] {
