@@ -131,6 +131,14 @@ OperatorEntry::KernelList::iterator OperatorEntry::add_kernel(DispatchKey key,
 void OperatorEntry::remove_kernel(DispatchKey key, KernelList::iterator it) {
   KernelList& list = kernels_[static_cast<size_t>(key)];
   retired_.splice(retired_.end(), list, it);
+  // Once no typed kernel is left, a new registration may bring another signature.
+  for (const KernelList& kernels : kernels_) {
+    for (const RegisteredKernel& k : kernels) {
+      if (k.kernel.cpp_signature()) return;
+    }
+  }
+  cpp_signature_.reset();
+  cpp_signature_debug_.clear();
 }
 
 const KernelFunction* OperatorEntry::registered(DispatchKey k) const {

@@ -65,8 +65,7 @@ class DispatchKeySet {
   // All runtime keys of strictly lower priority than k: where a kernel at k
   // redispatches to.
   static constexpr DispatchKeySet below(DispatchKey k) {
-    return from_bits((uint64_t{1} << static_cast<int>(k)) - 1) -
-           DispatchKeySet(DispatchKey::Undefined);
+    return from_bits(((uint64_t{1} << static_cast<int>(k)) - 1) & ~uint64_t{1});
   }
   static constexpr DispatchKeySet full() {
     return from_bits(((uint64_t{1} << kNumRuntimeKeys) - 1) & ~uint64_t{1});

@@ -1,0 +1,141 @@
+// Dispatch table resolution (Note [Dispatch table resolution]) for each
+// combination of alias registrations, fallbacks, fallthroughs and deregistration.
+#include <gtest/gtest.h>
+
+#include "tests/dispatcher/test_ops.h"
+
+namespace strata::testing {
+namespace {
+
+constexpr char kCpu[] = "cpu";
+constexpr char kImplicit[] = "implicit";
+constexpr char kExplicit[] = "explicit";
+constexpr char kAutogradAlias[] = "autograd-alias";
+constexpr char kAutogradCpu[] = "autograd-cpu";
+
+class DispatchTable : public ::testing::Test {
+ protected:
+  void SetUp() override { kernel_log().clear(); }
+  // Runs test::op on a CPU tensor with `extra` keys included, returning the log.
+  std::vector<std::string> run(DispatchKeySet extra = {}) {
+    kernel_log().clear();
+    IncludeDispatchKeyGuard guard(extra);
+    call_unary("test::op", x_);
+    return kernel_log();
+  }
+  TestLibraries libs_;
+  Tensor x_ = ones({2});
+};
+
+using Log = std::vector<std::string>;
+
+TEST_F(DispatchTable, OnlyCompositeImplicitServesBackendAndAutograd) {
+  libs_.defs().def("op(Tensor x) -> Tensor", &logging_kernel<kImplicit>);
+  EXPECT_EQ(run(), Log{kImplicit});
+  EXPECT_EQ(run(DispatchKeySet(DispatchKey::AutogradCPU)), Log{kImplicit});
+  EXPECT_EQ(run(DispatchKeySet(DispatchKey::Batched)), Log{kImplicit});
+}
+
+TEST_F(DispatchTable, BackendKernelBeatsCompositeImplicitAndDisablesItForAutograd) {
+  libs_.defs().def("op(Tensor x) -> Tensor", &logging_kernel<kImplicit>);
+  libs_.at(DispatchKey::CPU).impl("op", &logging_kernel<kCpu>);
+  EXPECT_EQ(run(), Log{kCpu});
+  // With a real backend kernel the decomposition is not used for autograd; with
+  // no autograd kernel or fallback the call is an error naming the key.
+  std::string message = error_text([&] { run(DispatchKeySet(DispatchKey::AutogradCPU)); });
+  EXPECT_NE(message.find("no kernel for dispatch key AutogradCPU"), std::string::npos) << message;
+  EXPECT_NE(message.find("CPU, CompositeImplicitAutograd"), std::string::npos) << message;
+  // An autograd fallthrough passes the call on to the backend kernel.
+  libs_.fallback_at(DispatchKey::AutogradCPU).fallback(KernelFunction::fallthrough());
+  EXPECT_EQ(run(DispatchKeySet(DispatchKey::AutogradCPU)), Log{kCpu});
+}
+
+TEST_F(DispatchTable, DirectAutogradCpuKernelBeatsAutogradAlias) {
+  libs_.defs().def("op(Tensor x) -> Tensor");
+  libs_.at(DispatchKey::CPU).impl("op", &logging_kernel<kCpu>);
+  libs_.at(DispatchKey::Autograd).impl("op", &logging_kernel<kAutogradAlias>);
+  libs_.at(DispatchKey::AutogradCPU).impl("op", &logging_kernel<kAutogradCpu>);
+  EXPECT_EQ(run(DispatchKeySet(DispatchKey::AutogradCPU)), Log{kAutogradCpu});
+  // AutogradCUDA has no direct kernel: the alias covers it.
+  EXPECT_EQ(run(DispatchKeySet(DispatchKey::AutogradCUDA)), Log{kAutogradAlias});
+  EXPECT_EQ(run(), Log{kCpu});
+}
+
+TEST_F(DispatchTable, CompositeExplicitServesBackendsAndCallsWithoutTensors) {
+  libs_.defs().def("op(Tensor x) -> Tensor");
+  libs_.at(DispatchKey::CompositeExplicitAutograd).impl("op", &logging_kernel<kExplicit>);
+  EXPECT_EQ(run(), Log{kExplicit});
+  std::string message = error_text([&] { run(DispatchKeySet(DispatchKey::AutogradCPU)); });
+  EXPECT_NE(message.find("AutogradCPU"), std::string::npos) << message;
+  // An undefined tensor carries no keys: the Undefined slot uses the composite.
+  kernel_log().clear();
+  call_unary("test::op", Tensor());
+  EXPECT_EQ(kernel_log(), Log{kExplicit});
+}
+
+TEST_F(DispatchTable, PrecedenceAtTheBackendKey) {
+  libs_.defs().def("op(Tensor x) -> Tensor", &logging_kernel<kImplicit>);
+  EXPECT_EQ(run(), Log{kImplicit});
+  auto& explicit_lib = libs_.at(DispatchKey::CompositeExplicitAutograd);
+  explicit_lib.impl("op", &logging_kernel<kExplicit>);
+  EXPECT_EQ(run(), Log{kExplicit});
+  libs_.at(DispatchKey::CPU).impl("op", &logging_kernel<kCpu>);
+  EXPECT_EQ(run(), Log{kCpu});
+}
+
+TEST_F(DispatchTable, BackendFallbackHandlesOpsWithoutKernelsAndRedispatches) {
+  libs_.defs().def("op(Tensor x) -> Tensor");
+  libs_.at(DispatchKey::CPU).impl("op", &logging_kernel<kCpu>);
+  libs_.fallback_at(DispatchKey::Functionalize)
+      .fallback(KernelFunction::from_boxed([](const OperatorHandle& op, DispatchKeySet keys,
+                                              Stack& stack) {
+        kernel_log().push_back("fallback:" + op.operator_name().to_string());
+        op.redispatch_boxed(keys & DispatchKeySet::below(DispatchKey::Functionalize), stack);
+      }));
+  EXPECT_EQ(run(DispatchKeySet(DispatchKey::Functionalize)), (Log{"fallback:test::op", kCpu}));
+}
+
+TEST_F(DispatchTable, FallthroughKernelSkipsItsKeyForOneOp) {
+  libs_.defs().def("op(Tensor x) -> Tensor");
+  libs_.defs().def("other(Tensor x) -> Tensor");
+  libs_.at(DispatchKey::CPU).impl("op", &logging_kernel<kCpu>).impl("other", &logging_kernel<kCpu>);
+  libs_.fallback_at(DispatchKey::Batched)
+      .fallback(KernelFunction::from_boxed([](const OperatorHandle&, DispatchKeySet, Stack&) {
+        STRATA_FAIL("test", "batched fallback reached");
+      }));
+  libs_.at(DispatchKey::Batched).impl("op", KernelFunction::fallthrough());
+  EXPECT_EQ(run(DispatchKeySet(DispatchKey::Batched)), Log{kCpu});
+  IncludeDispatchKeyGuard batched(DispatchKey::Batched);
+  std::string message = error_text([&] { call_unary("test::other", x_); });
+  EXPECT_NE(message.find("batched fallback reached"), std::string::npos);
+}
+
+TEST_F(DispatchTable, DeregistrationRestoresThePreviousKernel) {
+  libs_.defs().def("op(Tensor x) -> Tensor", &logging_kernel<kImplicit>);
+  {
+    Library cpu(Library::Kind::Impl, "test", DispatchKey::CPU, __FILE__, __LINE__);
+    cpu.impl("op", &logging_kernel<kCpu>);
+    EXPECT_EQ(run(), Log{kCpu});
+  }
+  EXPECT_EQ(run(), Log{kImplicit});
+}
+
+TEST_F(DispatchTable, MissingKernelErrorListsRegisteredKeys) {
+  libs_.defs().def("op(Tensor x) -> Tensor");
+  libs_.at(DispatchKey::CUDA).impl("op", &logging_kernel<kCpu>);
+  std::string message = error_text([&] { run(); });
+  EXPECT_NE(message.find("[test::op] no kernel for dispatch key CPU"), std::string::npos) << message;
+  EXPECT_NE(message.find("kernels are registered for: CUDA"), std::string::npos) << message;
+}
+
+TEST_F(DispatchTable, BackendSelectRoutesFactoriesByDevice) {
+  EXPECT_EQ(empty({2, 3}).device(), kCPU);
+  auto op = Dispatcher::singleton().findSchemaOrThrow("strata::empty", "");
+  if (op.entry().has_kernel_for(DispatchKey::CUDA)) GTEST_SKIP() << "built with a CUDA kernel";
+  std::string message = error_text([] { empty({2}, kFloat32, cuda(0)); });
+  EXPECT_NE(message.find("[strata::empty] no kernel for dispatch key CUDA"), std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace strata::testing
