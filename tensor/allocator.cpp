@@ -68,9 +68,27 @@ struct ThreadCache {
   }
 };
 
-ThreadCache& thread_cache() {
-  thread_local ThreadCache cache;
-  return cache;
+// The hot path reads a plain initial-exec pointer (no TLS-init guard, no
+// __tls_get_addr); the cache itself lives in a thread_local with a destructor
+// that frees its blocks at thread exit. A block freed later in that thread's
+// exit goes straight back to the system.
+thread_local ThreadCache* tls_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool tls_cache_destroyed __attribute__((tls_model("initial-exec"))) = false;
+
+struct ThreadCacheOwner {
+  ThreadCache cache;
+  ~ThreadCacheOwner() {
+    tls_cache = nullptr;
+    tls_cache_destroyed = true;
+  }
+};
+
+ThreadCache* thread_cache() {
+  if (__builtin_expect(tls_cache != nullptr, 1)) return tls_cache;
+  if (tls_cache_destroyed) return nullptr;
+  thread_local ThreadCacheOwner owner;
+  tls_cache = &owner.cache;
+  return tls_cache;
 }
 
 class SharedCache {
@@ -116,43 +134,8 @@ int thread_class(size_t rounded) { return std::countr_zero(rounded) - kMinClassL
 
 class CpuAllocator final : public Allocator {
  public:
-  void* allocate(size_t nbytes) override {
-    size_t bytes = rounded_size(nbytes);
-    if (g_caching.load(std::memory_order_relaxed)) {
-      if (bytes <= kThreadCacheMaxBytes) {
-        ThreadCache& cache = thread_cache();
-        auto& list = cache.free_lists[thread_class(bytes)];
-        if (!list.empty()) {
-          void* p = list.back();
-          list.pop_back();
-          cache.bytes_cached -= bytes;
-          return p;
-        }
-      } else if (void* p = shared_cache().take(bytes)) {
-        return p;
-      }
-    }
-    return system_allocate(bytes);
-  }
-
-  void deallocate(void* ptr, size_t nbytes) override {
-    size_t bytes = rounded_size(nbytes);
-    if (g_caching.load(std::memory_order_relaxed)) {
-      if (bytes <= kThreadCacheMaxBytes) {
-        ThreadCache& cache = thread_cache();
-        auto& list = cache.free_lists[thread_class(bytes)];
-        if (list.size() * bytes < kThreadCacheBytesPerClass) {
-          list.push_back(ptr);
-          cache.bytes_cached += bytes;
-          return;
-        }
-      } else if (shared_cache().put(ptr, bytes)) {
-        return;
-      }
-    }
-    system_free(ptr);
-  }
-
+  void* allocate(size_t nbytes) override { return cached_host_allocate(nbytes); }
+  void deallocate(void* ptr, size_t nbytes) override { cached_host_deallocate(ptr, nbytes); }
   bool host_accessible() const override { return true; }
   void release_cached() override { release_cpu_allocator_cache(); }
 };
@@ -164,6 +147,43 @@ std::array<std::atomic<Allocator*>, kNumDeviceTypes>& allocator_table() {
 }
 
 }  // namespace
+
+void* cached_host_allocate(size_t nbytes) {
+  size_t bytes = rounded_size(nbytes);
+  if (g_caching.load(std::memory_order_relaxed)) {
+    if (bytes <= kThreadCacheMaxBytes) {
+      if (ThreadCache* cache = thread_cache()) {
+        auto& list = cache->free_lists[thread_class(bytes)];
+        if (!list.empty()) {
+          void* p = list.back();
+          list.pop_back();
+          cache->bytes_cached -= bytes;
+          return p;
+        }
+      }
+    } else if (void* p = shared_cache().take(bytes)) {
+      return p;
+    }
+  }
+  return system_allocate(bytes);
+}
+
+void cached_host_deallocate(void* ptr, size_t nbytes) {
+  size_t bytes = rounded_size(nbytes);
+  if (g_caching.load(std::memory_order_relaxed)) {
+    if (bytes <= kThreadCacheMaxBytes) {
+      ThreadCache* cache = thread_cache();
+      if (cache && cache->free_lists[thread_class(bytes)].size() * bytes < kThreadCacheBytesPerClass) {
+        cache->free_lists[thread_class(bytes)].push_back(ptr);
+        cache->bytes_cached += bytes;
+        return;
+      }
+    } else if (shared_cache().put(ptr, bytes)) {
+      return;
+    }
+  }
+  system_free(ptr);
+}
 
 Allocator* allocator_for(DeviceType type) {
   Allocator* a = allocator_table()[static_cast<int>(type)].load(std::memory_order_acquire);
@@ -177,7 +197,8 @@ void register_allocator(DeviceType type, Allocator* allocator) {
 }
 
 CpuAllocatorStats cpu_allocator_stats() {
-  return {thread_cache().bytes_cached, g_shared_bytes_cached.load(), g_system_allocations.load(),
+  ThreadCache* cache = thread_cache();
+  return {cache ? cache->bytes_cached : 0, g_shared_bytes_cached.load(), g_system_allocations.load(),
           g_system_frees.load()};
 }
 
@@ -189,7 +210,7 @@ void set_cpu_allocator_caching(bool enabled) {
 bool cpu_allocator_caching() { return g_caching.load(); }
 
 void release_cpu_allocator_cache() {
-  thread_cache().release();
+  if (ThreadCache* cache = thread_cache()) cache->release();
   shared_cache().release();
 }
 

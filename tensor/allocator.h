@@ -41,6 +41,11 @@ struct CpuAllocatorStats {
 CpuAllocatorStats cpu_allocator_stats();
 void set_cpu_allocator_caching(bool enabled);
 bool cpu_allocator_caching();
+// Host memory from the same per-thread cache, for small objects allocated on
+// every op (TensorImpl uses it for itself).
+void* cached_host_allocate(size_t nbytes);
+void cached_host_deallocate(void* ptr, size_t nbytes);
+
 // Frees every cached block of the calling thread and the shared cache.
 void release_cpu_allocator_cache();
 

@@ -32,4 +32,9 @@ constexpr Device cuda(int index = 0) { return Device{DeviceType::CUDA, index}; }
 
 std::ostream& operator<<(std::ostream& out, Device d);
 
+// The number of usable CUDA devices: 0 when Strata was built without CUDA or
+// when no GPU or driver is present.
+int cuda_device_count();
+inline bool cuda_is_available() { return cuda_device_count() > 0; }
+
 }  // namespace strata

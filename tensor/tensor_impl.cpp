@@ -1,5 +1,6 @@
 #include "tensor/tensor_impl.h"
 
+#include "tensor/allocator.h"
 #include "tensor/error.h"
 
 namespace strata {
@@ -44,6 +45,10 @@ TensorImpl::TensorImpl(DispatchKeySet keys, ScalarType dtype, Device device)
     : key_set_(keys), dtype_(dtype), device_(device) {}
 
 TensorImpl::~TensorImpl() = default;
+
+void* TensorImpl::operator new(size_t nbytes) { return cached_host_allocate(nbytes); }
+
+void TensorImpl::operator delete(void* ptr, size_t nbytes) { cached_host_deallocate(ptr, nbytes); }
 
 void* TensorImpl::data_ptr() const {
   STRATA_CHECK(storage_, impl_name(), "tensor has no storage: its data cannot be accessed");

@@ -33,6 +33,11 @@ class TensorImpl : public RefCounted {
              int64_t storage_offset);
   ~TensorImpl() override;
 
+  // One TensorImpl is made per op output: take them from the allocator's
+  // per-thread cache instead of malloc (subclasses too; delete is sized).
+  static void* operator new(size_t nbytes);
+  static void operator delete(void* ptr, size_t nbytes);
+
   IntArrayRef sizes() const { return sizes_; }
   IntArrayRef strides() const { return strides_; }
   int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }

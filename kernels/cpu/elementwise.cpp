@@ -17,6 +17,25 @@ ElementwiseLayout make_elementwise_layout(const Tensor& out,
   int n = 1;
   for (const Tensor* t : inputs) operands[n++] = t;
 
+  // Fast path: every operand contiguous over out's shape, or a single element
+  // (broadcast with stride 0): one row of numel elements.
+  bool flat = out.is_contiguous();
+  for (int op = 1; flat && op < layout.num_operands; ++op) {
+    const Tensor& t = *operands[op];
+    flat = t.numel() == 1 || (t.is_contiguous() && t.sizes() == out.sizes());
+  }
+  if (flat) {
+    if (layout.numel != 1) layout.shape.push_back(layout.numel);
+    for (int op = 0; op < layout.num_operands; ++op) {
+      const Tensor& t = *operands[op];
+      layout.data[op] = static_cast<char*>(t.data_ptr());
+      if (layout.numel != 1) {
+        layout.strides[op].push_back(t.numel() == 1 ? 0 : element_size(t.dtype()));
+      }
+    }
+    return layout;
+  }
+
   // Strides in bytes over out's shape; broadcast dims of inputs get stride 0.
   std::array<DimVector, kMaxOperands> strides;
   for (int op = 0; op < layout.num_operands; ++op) {

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs everything Strata needs to build and test, from Debian's packages only.
+#   sudo scripts/install-deps.sh            # build + test dependencies
+#   sudo scripts/install-deps.sh --peers    # also PyTorch (libtorch) for side-by-side benchmarks
+set -euo pipefail
+
+packages=(cmake ninja-build g++ make libeigen3-dev libtbb-dev librange-v3-dev libgtest-dev
+          libgmock-dev libbenchmark-dev)
+if [[ "${1:-}" == "--peers" ]]; then
+  packages+=(libtorch-dev python3-torch libopenblas0-openmp)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[[ $(id -u) -ne 0 ]] && SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
