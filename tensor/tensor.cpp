@@ -23,12 +23,19 @@ int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
   return dim < 0 ? dim + bound : dim;
 }
 
-int64_t Tensor::size(int64_t dim) const {
-  return sizes()[wrap_dim(dim, this->dim(), "Tensor::size")];
+namespace {
+// Unlike ops that reduce over dim 0 of a 0-dim tensor, a 0-dim tensor has no
+// size or stride to read.
+int64_t existing_dim(const Tensor& t, int64_t dim, const char* what) {
+  STRATA_CHECK(t.dim() > 0, what, "dim ", dim, " is out of range for a 0-dim tensor");
+  return wrap_dim(dim, t.dim(), what);
 }
+}  // namespace
+
+int64_t Tensor::size(int64_t dim) const { return sizes()[existing_dim(*this, dim, "Tensor::size")]; }
 
 int64_t Tensor::stride(int64_t dim) const {
-  return strides()[wrap_dim(dim, this->dim(), "Tensor::stride")];
+  return strides()[existing_dim(*this, dim, "Tensor::stride")];
 }
 
 template <class T>
