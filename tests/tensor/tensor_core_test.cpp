@@ -55,9 +55,17 @@ st::Tensor arange_f64(st::IntArrayRef sizes) {
 
 bool aligned64(const void* p) { return reinterpret_cast<uintptr_t>(p) % 64 == 0; }
 
-// Turns caching back on when a test ends, even if it failed halfway.
-struct CachingGuard {
-  ~CachingGuard() { st::set_cpu_allocator_caching(true); }
+// Sets caching for one test and restores the previous setting when it ends, even
+// if it failed halfway (the sanitizer run starts with caching off).
+class CachingGuard {
+ public:
+  explicit CachingGuard(bool enabled) : saved_(st::cpu_allocator_caching()) {
+    st::set_cpu_allocator_caching(enabled);
+  }
+  ~CachingGuard() { st::set_cpu_allocator_caching(saved_); }
+
+ private:
+  bool saved_;
 };
 
 // ---- ScalarType ------------------------------------------------------------------
@@ -147,7 +155,7 @@ TEST(Allocator, DataIs64ByteAlignedForManySizes) {
 }
 
 TEST(Allocator, FreedSmallBlockIsReused) {
-  ASSERT_TRUE(st::cpu_allocator_caching());
+  CachingGuard caching(true);
   { st::Tensor warm = st::empty({37}, st::kFloat32); }  // leaves one block of this class cached
   const size_t before = st::cpu_allocator_stats().system_allocations;
   for (int i = 0; i < 100; ++i) {
@@ -158,6 +166,7 @@ TEST(Allocator, FreedSmallBlockIsReused) {
 }
 
 TEST(Allocator, ReleaseEmptiesTheThreadCache) {
+  CachingGuard caching(true);
   { st::Tensor t = st::empty({100}, st::kFloat64); }
   EXPECT_GT(st::cpu_allocator_stats().thread_bytes_cached, 0u);
   const size_t frees_before = st::cpu_allocator_stats().system_frees;
@@ -170,8 +179,7 @@ TEST(Allocator, ReleaseEmptiesTheThreadCache) {
 // The tests below count raw allocator blocks: a tensor may take more than one
 // (its TensorImpl comes from the same cache).
 TEST(Allocator, CachingOffMakesEveryAllocationASystemAllocation) {
-  CachingGuard guard;
-  st::set_cpu_allocator_caching(false);
+  CachingGuard caching(false);
   EXPECT_FALSE(st::cpu_allocator_caching());
   EXPECT_EQ(st::cpu_allocator_stats().thread_bytes_cached, 0u);
   st::Allocator* cpu = st::allocator_for(st::DeviceType::CPU);
@@ -190,6 +198,7 @@ TEST(Allocator, CachingOffMakesEveryAllocationASystemAllocation) {
 }
 
 TEST(Allocator, LargeBlocksGoThroughTheSharedCache) {
+  CachingGuard caching(true);
   st::release_cpu_allocator_cache();
   ASSERT_EQ(st::cpu_allocator_stats().shared_bytes_cached, 0u);
   st::Allocator* cpu = st::allocator_for(st::DeviceType::CPU);
