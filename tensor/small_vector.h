@@ -25,35 +25,13 @@ class SmallVector {
   SmallVector(ArrayRef<T> ref) { assign(ref.data(), ref.size()); }
   SmallVector(const std::vector<T>& v) { assign(v.data(), v.size()); }
   SmallVector(const SmallVector& o) { assign(o.data(), o.size()); }
-  SmallVector(SmallVector&& o) noexcept {
-    if (o.is_inline()) {
-      assign(o.data(), o.size());
-    } else {
-      data_ = o.data_;
-      size_ = o.size_;
-      capacity_ = o.capacity_;
-      o.data_ = o.inline_;
-      o.size_ = 0;
-      o.capacity_ = N;
-    }
-  }
+  SmallVector(SmallVector&& o) noexcept { take(o); }
   SmallVector& operator=(const SmallVector& o) {
     if (this != &o) assign(o.data(), o.size());
     return *this;
   }
   SmallVector& operator=(SmallVector&& o) noexcept {
-    if (this == &o) return *this;
-    if (o.is_inline()) {
-      assign(o.data(), o.size());
-    } else {
-      free_heap();
-      data_ = o.data_;
-      size_ = o.size_;
-      capacity_ = o.capacity_;
-      o.data_ = o.inline_;
-      o.size_ = 0;
-      o.capacity_ = N;
-    }
+    if (this != &o) take(o);
     return *this;
   }
   ~SmallVector() { free_heap(); }
@@ -101,6 +79,20 @@ class SmallVector {
 
  private:
   bool is_inline() const { return data_ == inline_; }
+  // Moves o's elements here: copies inline ones, steals a heap buffer.
+  void take(SmallVector& o) {
+    if (o.is_inline()) {
+      assign(o.data(), o.size());
+      return;
+    }
+    free_heap();
+    data_ = o.data_;
+    size_ = o.size_;
+    capacity_ = o.capacity_;
+    o.data_ = o.inline_;
+    o.size_ = 0;
+    o.capacity_ = N;
+  }
   void free_heap() {
     if (!is_inline()) std::free(data_);
   }

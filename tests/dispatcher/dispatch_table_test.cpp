@@ -42,7 +42,7 @@ TEST_F(DispatchTable, BackendKernelBeatsCompositeImplicitAndDisablesItForAutogra
   EXPECT_EQ(run(), Log{kCpu});
   // With a real backend kernel the decomposition is not used for autograd; with
   // no autograd kernel or fallback the call is an error naming the key.
-  std::string message = error_text([&] { run(DispatchKeySet(DispatchKey::AutogradCPU)); });
+  std::string message = error_message([&] { run(DispatchKeySet(DispatchKey::AutogradCPU)); });
   EXPECT_NE(message.find("no kernel for dispatch key AutogradCPU"), std::string::npos) << message;
   EXPECT_NE(message.find("CPU, CompositeImplicitAutograd"), std::string::npos) << message;
   // An autograd fallthrough passes the call on to the backend kernel.
@@ -65,7 +65,7 @@ TEST_F(DispatchTable, CompositeExplicitServesBackendsAndCallsWithoutTensors) {
   libs_.defs().def("op(Tensor x) -> Tensor");
   libs_.at(DispatchKey::CompositeExplicitAutograd).impl("op", &logging_kernel<kExplicit>);
   EXPECT_EQ(run(), Log{kExplicit});
-  std::string message = error_text([&] { run(DispatchKeySet(DispatchKey::AutogradCPU)); });
+  std::string message = error_message([&] { run(DispatchKeySet(DispatchKey::AutogradCPU)); });
   EXPECT_NE(message.find("AutogradCPU"), std::string::npos) << message;
   // An undefined tensor carries no keys: the Undefined slot uses the composite.
   kernel_log().clear();
@@ -106,7 +106,7 @@ TEST_F(DispatchTable, FallthroughKernelSkipsItsKeyForOneOp) {
   libs_.at(DispatchKey::Batched).impl("op", KernelFunction::fallthrough());
   EXPECT_EQ(run(DispatchKeySet(DispatchKey::Batched)), Log{kCpu});
   IncludeDispatchKeyGuard batched(DispatchKey::Batched);
-  std::string message = error_text([&] { call_unary("test::other", x_); });
+  std::string message = error_message([&] { call_unary("test::other", x_); });
   EXPECT_NE(message.find("batched fallback reached"), std::string::npos);
 }
 
@@ -123,7 +123,7 @@ TEST_F(DispatchTable, DeregistrationRestoresThePreviousKernel) {
 TEST_F(DispatchTable, MissingKernelErrorListsRegisteredKeys) {
   libs_.defs().def("op(Tensor x) -> Tensor");
   libs_.at(DispatchKey::CUDA).impl("op", &logging_kernel<kCpu>);
-  std::string message = error_text([&] { run(); });
+  std::string message = error_message([&] { run(); });
   EXPECT_NE(message.find("[test::op] no kernel for dispatch key CPU"), std::string::npos) << message;
   EXPECT_NE(message.find("kernels are registered for: CUDA"), std::string::npos) << message;
 }
@@ -132,7 +132,7 @@ TEST_F(DispatchTable, BackendSelectRoutesFactoriesByDevice) {
   EXPECT_EQ(empty({2, 3}).device(), kCPU);
   auto op = Dispatcher::singleton().findSchemaOrThrow("strata::empty", "");
   if (op.entry().has_kernel_for(DispatchKey::CUDA)) GTEST_SKIP() << "built with a CUDA kernel";
-  std::string message = error_text([] { empty({2}, kFloat32, cuda(0)); });
+  std::string message = error_message([] { empty({2}, kFloat32, cuda(0)); });
   EXPECT_NE(message.find("[strata::empty] no kernel for dispatch key CUDA"), std::string::npos)
       << message;
 }

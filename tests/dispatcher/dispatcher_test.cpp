@@ -72,10 +72,10 @@ TEST(Boxing, InPlaceBoxedKernelReturnsTheSameTensorObject) {
 TEST(Boxing, BoxedCallChecksArgumentCountAndTypes) {
   auto add = Dispatcher::singleton().findSchemaOrThrow("strata::add", "Tensor");
   Stack too_few{IValue(ones({2}))};
-  std::string message = error_text([&] { add.call_boxed(too_few); });
+  std::string message = error_message([&] { add.call_boxed(too_few); });
   EXPECT_NE(message.find("[strata::add.Tensor] expected 3 arguments"), std::string::npos) << message;
   Stack wrong_type{IValue(ones({2})), IValue(2.0), IValue(int64_t{1})};
-  message = error_text([&] { add.call_boxed(wrong_type); });
+  message = error_message([&] { add.call_boxed(wrong_type); });
   EXPECT_NE(message.find("argument 'other' (position 1) expected Tensor but got float"),
             std::string::npos)
       << message;
@@ -83,7 +83,7 @@ TEST(Boxing, BoxedCallChecksArgumentCountAndTypes) {
 
 TEST(Registration, UnknownOperator) {
   std::string message =
-      error_text([] { Dispatcher::singleton().findSchemaOrThrow("strata::nope", "x"); });
+      error_message([] { Dispatcher::singleton().findSchemaOrThrow("strata::nope", "x"); });
   EXPECT_NE(message.find("could not find schema for strata::nope.x"), std::string::npos);
 }
 
@@ -91,20 +91,20 @@ TEST(Registration, ImplementationWithoutSchema) {
   TestLibraries libs;
   libs.at(DispatchKey::CPU).impl("undefined_op", &scale_kernel);
   std::string message =
-      error_text([] { Dispatcher::singleton().findSchemaOrThrow("test::undefined_op", ""); });
+      error_message([] { Dispatcher::singleton().findSchemaOrThrow("test::undefined_op", ""); });
   EXPECT_NE(message.find("did you forget to def() it?"), std::string::npos) << message;
 }
 
 TEST(Registration, SecondDefIsAnError) {
   TestLibraries libs;
   libs.defs().def("once(Tensor x) -> Tensor");
-  std::string message = error_text([&] { libs.defs().def("once(Tensor y) -> Tensor"); });
+  std::string message = error_message([&] { libs.defs().def("once(Tensor y) -> Tensor"); });
   EXPECT_NE(message.find("operator test::once was already defined"), std::string::npos) << message;
 }
 
 TEST(Registration, MalformedSchemaPointsAtTheCharacter) {
   TestLibraries libs;
-  std::string message = error_text([&] { libs.defs().def("bad(Tensor x -> Tensor"); });
+  std::string message = error_message([&] { libs.defs().def("bad(Tensor x -> Tensor"); });
   EXPECT_NE(message.find("[schema]"), std::string::npos) << message;
   EXPECT_NE(message.find('^'), std::string::npos) << message;
 }
@@ -113,12 +113,12 @@ TEST(Registration, KernelSignatureMustMatchSchema) {
   TestLibraries libs;
   libs.defs().def("scale(Tensor x, int k) -> Tensor");
   std::string message =
-      error_text([&] { libs.at(DispatchKey::CPU).impl("scale", &scale_kernel); });
+      error_message([&] { libs.at(DispatchKey::CPU).impl("scale", &scale_kernel); });
   EXPECT_NE(message.find("does not match the schema"), std::string::npos) << message;
 }
 
 TEST(Registration, TypedHandleMustMatchKernelSignature) {
-  std::string message = error_text([] {
+  std::string message = error_message([] {
     Dispatcher::singleton().findSchemaOrThrow("strata::mul", "Tensor").typed<Tensor(const Tensor&)>();
   });
   EXPECT_NE(message.find("[strata::mul.Tensor]"), std::string::npos) << message;
@@ -133,7 +133,7 @@ TEST(Registration, ThreadLocalStateIsRestoredWhenAKernelThrows) {
     STRATA_FAIL("test::throws", "on purpose, shape ", shape_string(x.sizes()));
   });
   const LocalDispatchKeySet before = local_dispatch_key_set();
-  std::string message = error_text([] { call_unary("test::throws", ones({2})); });
+  std::string message = error_message([] { call_unary("test::throws", ones({2})); });
   EXPECT_NE(message.find("on purpose, shape [2]"), std::string::npos);
   EXPECT_EQ(local_dispatch_key_set().included, before.included);
   EXPECT_EQ(local_dispatch_key_set().excluded, before.excluded);
@@ -205,7 +205,7 @@ TEST(Modes, StateIsRestoredWhenAModeThrows) {
   DispatchModeGuard outer(std::make_shared<RecordingMode>("outer", log));
   {
     DispatchModeGuard guard(std::make_shared<ThrowingMode>());
-    std::string message = error_text([] { ones({1}) + ones({1}); });
+    std::string message = error_message([] { ones({1}) + ones({1}); });
     EXPECT_NE(message.find("saw strata::"), std::string::npos);
   }
   EXPECT_EQ(dispatch_mode_stack_size(), 1u);

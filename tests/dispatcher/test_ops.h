@@ -10,6 +10,8 @@
 
 #include <strata/strata.h>
 
+#include "tests/test_support.h"
+
 namespace strata::testing {
 
 // Which kernels ran, in order, on this thread.
@@ -48,16 +50,5 @@ inline Tensor call_unary(const char* name, const Tensor& x) {
   return Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Tensor(const Tensor&)>().call(x);
 }
 
-// The text of the strata::Error that f throws; fails the test if none is thrown.
-template <class F>
-std::string error_text(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a strata::Error";
-  return "";
-}
 
 }  // namespace strata::testing

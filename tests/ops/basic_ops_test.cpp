@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "strata/strata.h"
+#include "tests/test_support.h"
 
 namespace st = strata;
 
@@ -21,25 +22,8 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-// Runs f, which must throw strata::Error (any other exception fails the test), and
-// returns the message.
-template <class F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const st::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected strata::Error, nothing was thrown";
-  return "";
-}
-
-void expect_contains(const std::string& message, std::initializer_list<const char*> parts) {
-  for (const char* part : parts) {
-    EXPECT_NE(message.find(part), std::string::npos)
-        << "message \"" << message << "\" should contain \"" << part << "\"";
-  }
-}
+using strata::testing::error_message;
+using strata::testing::expect_contains;
 
 // ---- the naive reference -------------------------------------------------------------
 

@@ -9,32 +9,14 @@
 #include <vector>
 
 #include "strata/strata.h"
+#include "tests/test_support.h"
 
 namespace st = strata;
 
 namespace {
 
-// Runs f, which must throw strata::Error, and returns the message.
-template <class F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const st::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected strata::Error, got another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected strata::Error, nothing was thrown";
-  return "";
-}
-
-void expect_contains(const std::string& message, std::initializer_list<const char*> parts) {
-  for (const char* part : parts) {
-    EXPECT_NE(message.find(part), std::string::npos)
-        << "message \"" << message << "\" should contain \"" << part << "\"";
-  }
-}
+using strata::testing::error_message;
+using strata::testing::expect_contains;
 
 std::vector<int64_t> vec(st::IntArrayRef r) { return r.vec(); }
 
