@@ -53,6 +53,7 @@ STRATA_SCHEMA_TYPE_OF(ArrayRef<double>, Float, true)
 STRATA_SCHEMA_TYPE_OF(std::vector<double>, Float, true)
 STRATA_SCHEMA_TYPE_OF(ArrayRef<Tensor>, Tensor, true)
 STRATA_SCHEMA_TYPE_OF(std::vector<Tensor>, Tensor, true)
+STRATA_SCHEMA_TYPE_OF(Generator, Generator, false)
 #undef STRATA_SCHEMA_TYPE_OF
 template <class T>
 struct SchemaTypeOf<std::optional<T>> {
@@ -163,6 +164,10 @@ template <>
 struct FromIValue<std::vector<Tensor>> {
   static const std::vector<Tensor>& get(const IValue& v) { return v.to_tensor_list(); }
 };
+template <>
+struct FromIValue<Generator> {
+  static const Generator& get(const IValue& v) { return v.to_generator(); }
+};
 template <class T>
 struct FromIValue<std::optional<T>> {
   static std::optional<T> get(const IValue& v) {
@@ -187,6 +192,7 @@ inline IValue to_ivalue(ArrayRef<double> v) { return IValue(v.vec()); }
 inline IValue to_ivalue(const std::vector<double>& v) { return IValue(v); }
 inline IValue to_ivalue(ArrayRef<Tensor> v) { return IValue(v.vec()); }
 inline IValue to_ivalue(const std::vector<Tensor>& v) { return IValue(v); }
+inline IValue to_ivalue(const Generator& g) { return IValue(g); }
 template <class T>
 IValue to_ivalue(const std::optional<T>& v) {
   return v ? to_ivalue(*v) : IValue();

@@ -144,6 +144,8 @@ bool ivalue_matches(const IValue& v, const SchemaType& type) {
       return v.tag() == Tag::Device;
     case Kind::Str:
       return v.tag() == Tag::String;
+    case Kind::Generator:
+      return v.tag() == Tag::Generator;
     default:
       return true;
   }

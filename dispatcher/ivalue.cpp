@@ -34,6 +34,8 @@ const char* to_string(IValue::Tag tag) {
       return "bool[]";
     case IValue::Tag::TensorList:
       return "Tensor[]";
+    case IValue::Tag::Generator:
+      return "Generator";
   }
   return "unknown";
 }
@@ -58,6 +60,7 @@ STRATA_IVALUE_ACCESSOR(const std::vector<int64_t>&, to_int_list, IntList, std::v
 STRATA_IVALUE_ACCESSOR(const std::vector<double>&, to_double_list, DoubleList, std::vector<double>)
 STRATA_IVALUE_ACCESSOR(const std::vector<bool>&, to_bool_list, BoolList, std::vector<bool>)
 STRATA_IVALUE_ACCESSOR(const std::vector<Tensor>&, to_tensor_list, TensorList, std::vector<Tensor>)
+STRATA_IVALUE_ACCESSOR(const Generator&, to_generator, Generator, Generator)
 #undef STRATA_IVALUE_ACCESSOR
 
 Tensor& IValue::to_tensor() {
@@ -143,6 +146,8 @@ std::ostream& operator<<(std::ostream& out, const IValue& v) {
       return out << "bool[" << v.to_bool_list().size() << ']';
     case IValue::Tag::TensorList:
       return out << "Tensor[" << v.to_tensor_list().size() << ']';
+    case IValue::Tag::Generator:
+      return out << "Generator(seed=" << v.to_generator().seed() << ')';
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tensor/device.h"
+#include "tensor/generator.h"
 #include "tensor/scalar.h"
 #include "tensor/scalar_type.h"
 #include "tensor/tensor.h"
@@ -33,6 +34,7 @@ class IValue {
     DoubleList,
     BoolList,
     TensorList,
+    Generator,
   };
 
   IValue() = default;
@@ -51,6 +53,7 @@ class IValue {
   IValue(std::vector<double> v) : value_(std::move(v)) {}
   IValue(std::vector<bool> v) : value_(std::move(v)) {}
   IValue(std::vector<Tensor> v) : value_(std::move(v)) {}
+  IValue(Generator g) : value_(std::move(g)) {}
   template <class T>
   IValue(const std::optional<T>& v) {
     if (v) *this = IValue(*v);
@@ -78,11 +81,12 @@ class IValue {
   const std::vector<bool>& to_bool_list() const;
   const std::vector<Tensor>& to_tensor_list() const;
   std::vector<Tensor>& to_tensor_list();
+  const Generator& to_generator() const;
 
  private:
   std::variant<std::monostate, Tensor, double, int64_t, bool, Scalar, ScalarType, Device,
                std::string, std::vector<int64_t>, std::vector<double>, std::vector<bool>,
-               std::vector<Tensor>>
+               std::vector<Tensor>, Generator>
       value_;
 };
 

@@ -28,7 +28,6 @@ void report_missing_kernel(const OperatorHandle& op, DispatchKeySet keys, Stack&
 bool schema_types_match(const SchemaType& schema, const SchemaType& cpp) {
   using Kind = SchemaType::Kind;
   switch (schema.kind) {
-    case Kind::Generator:
     case Kind::Layout:
     case Kind::MemoryFormat:
     case Kind::Any:

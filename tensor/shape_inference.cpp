@@ -1,7 +1,9 @@
 #include "tensor/shape_inference.h"
 
 #include <limits>
+#include <optional>
 
+#include "tensor/dispatch_dtype.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
 
@@ -25,15 +27,46 @@ namespace {
 int category(ScalarType t) {
   return is_floating_point(t) ? 2 : (t == ScalarType::Bool ? 0 : 1);
 }
+// The dtype a wrapped number of this kind stands for when it decides.
+ScalarType wrapped_default(ScalarType t) { return is_floating_point(t) ? kFloat32 : t; }
 }  // namespace
 
+ScalarType result_type(ArrayRef<Tensor> operands) {
+  // Per class: the promoted dtype so far, or nothing.
+  std::optional<ScalarType> dims, zero_dim, wrapped;
+  auto fold = [](std::optional<ScalarType>& acc, ScalarType t) {
+    acc = acc ? promote_types(*acc, t) : t;
+  };
+  for (const Tensor& t : operands) {
+    if (!t.defined()) continue;
+    if (t.impl()->is_wrapped_number()) {
+      fold(wrapped, t.dtype());
+    } else if (t.dim() > 0) {
+      fold(dims, t.dtype());
+    } else {
+      fold(zero_dim, t.dtype());
+    }
+  }
+  std::optional<ScalarType> result = dims;
+  if (zero_dim && (!result || category(*zero_dim) > category(*result))) result = *zero_dim;
+  if (wrapped && (!result || category(*wrapped) > category(*result))) {
+    result = result ? wrapped_default(*wrapped) : *wrapped;
+  }
+  STRATA_CHECK(result.has_value(), "result_type", "no defined tensor among the operands");
+  return *result;
+}
+
 ScalarType result_type(const Tensor& a, const Tensor& b) {
-  const bool a_dims = a.dim() > 0;
-  const bool b_dims = b.dim() > 0;
-  if (a_dims == b_dims) return promote_types(a.dtype(), b.dtype());
-  ScalarType with_dims = a_dims ? a.dtype() : b.dtype();
-  ScalarType zero_dim = a_dims ? b.dtype() : a.dtype();
-  return category(zero_dim) > category(with_dims) ? zero_dim : with_dims;
+  const Tensor operands[] = {a, b};
+  return result_type(ArrayRef<Tensor>(operands, 2));
+}
+
+Tensor wrapped_scalar_tensor(const Scalar& value) {
+  Tensor t = make_empty_tensor({}, value.kind(), kCPU, "wrapped_scalar_tensor");
+  STRATA_DISPATCH_ALL_TYPES(value.kind(), "wrapped_scalar_tensor",
+                            [&] { *t.data_ptr<scalar_t>() = value.to<scalar_t>(); });
+  t.impl()->set_wrapped_number(true);
+  return t;
 }
 
 Tensor make_empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device, const char* op) {

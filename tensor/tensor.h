@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "tensor/array_ref.h"
@@ -49,15 +51,133 @@ class Tensor {
   template <class T>
   std::vector<T> to_vector() const;
 
-  // Operators (see ops/): out-of-place return a new tensor; in-place (trailing _)
-  // write into *this, bump its version and return it.
+  // ---- operators: each is defined with its operator family under ops/ ----
+  // Out-of-place ops return a new tensor; in-place ops (trailing _) write into
+  // *this, bump its version and return it. Scalars (`x * 2.0`) take part as
+  // "wrapped numbers": they promote like a Python number (see result_type).
+
+  // ops/elementwise_unary.cpp
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor exp() const;
+  Tensor expm1() const;
+  Tensor log() const;
+  Tensor log1p() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu() const;
+  Tensor softplus(const Scalar& beta = 1, const Scalar& threshold = 20) const;
+  Tensor square() const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor logical_not() const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  const Tensor& relu_() const;
+  const Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+
+  // ops/elementwise_binary.cpp
   Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
   Tensor mul(const Tensor& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor logical_and(const Tensor& other) const;
+  Tensor logical_or(const Tensor& other) const;
   const Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  const Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
   const Tensor& mul_(const Tensor& other) const;
+  const Tensor& div_(const Tensor& other) const;
+
+  // ops/fill_copy.cpp
   const Tensor& fill_(const Scalar& value) const;
   const Tensor& zero_() const;
   const Tensor& copy_(const Tensor& src) const;
+  // A copy converted to dtype (the tensor itself if it already has it).
+  Tensor to(ScalarType dtype) const;
+  Tensor clone() const;
+  // Itself if contiguous, else a contiguous copy.
+  Tensor contiguous() const;
+
+  // ops/reduction.cpp — an empty `dim` list reduces over every dim.
+  Tensor sum() const;
+  Tensor sum(IntArrayRef dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(IntArrayRef dim, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;
+  Tensor var(IntArrayRef dim = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(IntArrayRef dim = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2, IntArrayRef dim = {}, bool keepdim = false) const;
+
+  // ops/linalg.cpp
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  Tensor dot(const Tensor& other) const;
+  Tensor outer(const Tensor& other) const;
+
+  // ops/shape.cpp — views share storage with *this.
+  Tensor view(IntArrayRef sizes) const;
+  Tensor reshape(IntArrayRef sizes) const;  // a view when the strides allow, else a copy
+  Tensor permute(IntArrayRef dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor expand(IntArrayRef sizes) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt,
+               std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, IntArrayRef sizes) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides,
+                    std::optional<int64_t> storage_offset = std::nullopt) const;
+  Tensor movedim(int64_t source, int64_t destination) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+
+  // ops/indexing.cpp
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source,
+                   const Scalar& alpha = 1) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  const Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  const Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source,
+                           const Scalar& alpha = 1) const;
+  const Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+
+  // ops/softmax.cpp
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
 
  private:
   IntrusivePtr<TensorImpl> impl_;

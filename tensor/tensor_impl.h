@@ -64,6 +64,11 @@ class TensorImpl : public RefCounted {
   void set_sizes_contiguous(IntArrayRef sizes);
   void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
 
+  // A 0-dim tensor made from a C++ number in `x * 2.0`: it promotes like a Python
+  // number, below tensors of any rank (see result_type).
+  bool is_wrapped_number() const { return is_wrapped_number_; }
+  void set_wrapped_number(bool wrapped) { is_wrapped_number_ = wrapped; }
+
   // For error messages: "TensorImpl", "BatchedTensorImpl", ...
   virtual const char* impl_name() const { return "TensorImpl"; }
 
@@ -85,6 +90,7 @@ class TensorImpl : public RefCounted {
   ScalarType dtype_;
   Device device_;
   bool is_contiguous_ = true;
+  bool is_wrapped_number_ = false;
 };
 
 // Row-major strides for sizes.

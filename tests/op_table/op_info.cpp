@@ -1,0 +1,62 @@
+#include "tests/op_table/op_info.h"
+
+namespace strata::testing {
+
+const char* to_string(Check check) {
+  switch (check) {
+    case Check::Forward: return "forward";
+    case Check::Grad: return "grad";
+    case Check::GradGrad: return "grad∘grad";
+    case Check::Jvp: return "jvp";
+    case Check::Vmap: return "vmap";
+    case Check::VmapGrad: return "vmap∘grad";
+  }
+  return "?";
+}
+
+Tolerance OpInfo::tolerance(Check check, ScalarType dtype) const {
+  auto it = tolerances.find({check, dtype});
+  if (it != tolerances.end()) return it->second;
+  switch (dtype) {
+    case ScalarType::Float32: return {1e-5, 1e-5};
+    case ScalarType::Float64: return {1e-10, 1e-10};
+    default: return {0.0, 0.0};
+  }
+}
+
+const ExpectedFailure* OpInfo::expected_failure(Check check, ScalarType dtype) const {
+  for (const ExpectedFailure& f : expected_failures) {
+    if (f.check == check && (!f.dtype || *f.dtype == dtype)) return &f;
+  }
+  return nullptr;
+}
+
+namespace {
+std::vector<OpInfo>& registry() {
+  static std::vector<OpInfo> infos;
+  return infos;
+}
+}  // namespace
+
+const std::vector<OpInfo>& op_infos() { return registry(); }
+
+OpInfoRegistrar::OpInfoRegistrar(std::vector<OpInfo> (*make)()) {
+  for (OpInfo& info : make()) registry().push_back(std::move(info));
+}
+
+const std::vector<ScalarType>& floating_dtypes() {
+  static const std::vector<ScalarType> dtypes{kFloat32, kFloat64};
+  return dtypes;
+}
+
+const std::vector<ScalarType>& numeric_dtypes() {
+  static const std::vector<ScalarType> dtypes{kInt64, kFloat32, kFloat64};
+  return dtypes;
+}
+
+const std::vector<ScalarType>& all_dtypes() {
+  static const std::vector<ScalarType> dtypes{kBool, kInt64, kFloat32, kFloat64};
+  return dtypes;
+}
+
+}  // namespace strata::testing

@@ -1,0 +1,87 @@
+#pragma once
+
+// The op table (the idea of PyTorch's OpInfo, see ../shared/TESTING.md): one entry
+// per operator with sample inputs, a naive reference, capability flags, tolerances
+// and expected failures. Every check iterates the table, so adding an op is adding
+// an entry (in tests/op_table/entries_<family>.cpp) plus its rules.
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <strata/strata.h>
+
+namespace strata::testing {
+
+// One call of an op: the tensor arguments (what gradients and vmap act on) and
+// the other arguments as IValues (dims, scalars, flags).
+struct Sample {
+  std::string description;  // "broadcast [3, 1] x [1, 4]", "transposed", ...
+  std::vector<Tensor> inputs;
+  Stack args;
+};
+
+// Calls the op (or its reference) on a sample's inputs and args; returns every
+// tensor output.
+using OpFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Stack&)>;
+
+enum class Check { Forward, Grad, GradGrad, Jvp, Vmap, VmapGrad };
+const char* to_string(Check check);
+
+struct Tolerance {
+  double atol;
+  double rtol;
+};
+
+struct ExpectedFailure {
+  Check check;
+  std::optional<ScalarType> dtype;  // none: every dtype
+  std::string reason;
+};
+
+struct OpInfo {
+  std::string name;  // "sin", "add", "nn::conv2d"
+  std::vector<ScalarType> dtypes;
+  std::function<std::vector<Sample>(ScalarType)> samples;
+  OpFunction op;
+  OpFunction reference;  // plain loops over values, independent of the kernels
+  // Capabilities, for the checks of later issues.
+  bool differentiable = true;
+  bool forward_ad = true;
+  bool twice_differentiable = true;
+  bool batching_rule = true;
+  std::string inplace_variant;  // e.g. "add_", empty if none
+  std::map<std::pair<Check, ScalarType>, Tolerance> tolerances;
+  std::vector<ExpectedFailure> expected_failures;
+
+  // Default: Float32 atol = rtol = 1e-5, Float64 1e-10, exact for integers and Bool.
+  Tolerance tolerance(Check check, ScalarType dtype) const;
+  const ExpectedFailure* expected_failure(Check check, ScalarType dtype) const;
+};
+
+// Registers the entries of one family at static-initialization time:
+//   STRATA_OP_INFOS(unary) { return {OpInfo{...}, ...}; }
+const std::vector<OpInfo>& op_infos();
+struct OpInfoRegistrar {
+  explicit OpInfoRegistrar(std::vector<OpInfo> (*make)());
+};
+#define STRATA_OP_INFOS(family)                                                       \
+  static std::vector<::strata::testing::OpInfo> strata_op_infos_##family();           \
+  static const ::strata::testing::OpInfoRegistrar strata_op_info_registrar_##family(  \
+      &strata_op_infos_##family);                                                     \
+  static std::vector<::strata::testing::OpInfo> strata_op_infos_##family()
+
+// Called by the op-table test binary's main() once every entry is registered.
+void register_forward_tests();
+// op x {forward, grad, jvp, vmap, vmap∘grad}: what the table checks for each op.
+void print_coverage_matrix(std::ostream& out);
+
+const std::vector<ScalarType>& floating_dtypes();   // Float32, Float64
+const std::vector<ScalarType>& numeric_dtypes();    // Int64, Float32, Float64
+const std::vector<ScalarType>& all_dtypes();        // Bool, Int64, Float32, Float64
+
+}  // namespace strata::testing
