@@ -1,0 +1,68 @@
+#include "kernels/cpu/creation.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/parallel.h"
+#include "tensor/dispatch_dtype.h"
+#include "tensor/tensor.h"
+
+namespace strata::cpu {
+namespace {
+
+// out[i] = value_at(i) over a contiguous output, in parallel above the grain.
+template <class T, class ValueAt>
+void fill_by_index(const Tensor& out, ValueAt value_at) {
+  T* data = out.data_ptr<T>();
+  parallel_for(0, out.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) data[i] = value_at(i);
+  });
+}
+
+}  // namespace
+
+void arange_kernel(const Tensor& out, const Scalar& start, const Scalar& step) {
+  STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::arange", [&] {
+    if constexpr (std::is_same_v<scalar_t, int64_t>) {
+      if (!start.is_floating_point() && !step.is_floating_point()) {
+        const int64_t first = start.to_int(), by = step.to_int();
+        fill_by_index<int64_t>(out, [first, by](int64_t i) { return first + i * by; });
+        return;
+      }
+    }
+    // Each value from its index, never by accumulation: no drift along the range.
+    const double first = start.to_double(), by = step.to_double();
+    fill_by_index<scalar_t>(out, [first, by](int64_t i) {
+      return static_cast<scalar_t>(first + static_cast<double>(i) * by);
+    });
+  });
+}
+
+void linspace_kernel(const Tensor& out, const Scalar& start, const Scalar& end) {
+  const int64_t steps = out.numel();
+  const double first = start.to_double(), last = end.to_double();
+  const double step = steps > 1 ? (last - first) / static_cast<double>(steps - 1) : 0.0;
+  // The first half counts up from start and the second half down from end, so
+  // both endpoints come out exact (a single step gives start).
+  const int64_t half = (steps + 1) / 2;
+  STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::linspace", [&] {
+    fill_by_index<scalar_t>(out, [=](int64_t i) {
+      const double value = i < half ? first + static_cast<double>(i) * step
+                                    : last - static_cast<double>(steps - 1 - i) * step;
+      return static_cast<scalar_t>(value);
+    });
+  });
+}
+
+void eye_kernel(const Tensor& out) {
+  const int64_t rows = out.sizes()[0], cols = out.sizes()[1];
+  if (out.numel() == 0) return;
+  STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::eye", [&] {
+    scalar_t* data = out.data_ptr<scalar_t>();
+    std::memset(static_cast<void*>(data), 0, static_cast<size_t>(out.numel()) * sizeof(scalar_t));
+    const int64_t diagonal = std::min(rows, cols);
+    for (int64_t i = 0; i < diagonal; ++i) data[i * cols + i] = scalar_t(1);
+  });
+}
+
+}  // namespace strata::cpu
