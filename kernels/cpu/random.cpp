@@ -1,0 +1,207 @@
+// Random kernels: each element is drawn from its own Philox counter, so any split
+// of the work across threads yields the same values (Note [Counter-based random
+// numbers], tensor/generator.h).
+#include "kernels/cpu/random.h"
+
+#include <array>
+#include <atomic>
+#include <climits>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/parallel.h"
+#include "tensor/dispatch_dtype.h"
+#include "tensor/philox.h"
+#include "tensor/tensor.h"
+
+namespace strata::cpu {
+namespace {
+
+// One Philox evaluation costs about as much as ten adds, so random kernels go
+// parallel at a smaller size than plain elementwise ones.
+constexpr int64_t kRandomGrain = kElementwiseGrain / 4;
+
+// The words of 8 consecutive counters, word k of counter first + lane in w[k][lane].
+constexpr int kLanes = 8;
+struct WordBlock {
+  alignas(32) uint32_t w[4][kLanes];
+};
+
+#if defined(__AVX2__)
+// 32 x 32 -> 64-bit products of the 8 lanes of a by m, split into high and low words.
+inline void mulhilo_lanes(__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
+  const __m256i even = _mm256_mul_epu32(a, m);
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+  hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+// philox::philox4x32_10 on 8 counters at once, bit for bit (random_test checks it
+// against a plain transcription, across a carry into the counter's high word).
+void philox_block(uint64_t seed, uint64_t first, WordBlock& out) {
+  const __m256i low = _mm256_set1_epi32(static_cast<int32_t>(first));
+  __m256i c0 = _mm256_add_epi32(low, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  // Lanes whose low word wrapped (unsigned c0 < low) carry into the high word.
+  const __m256i sign = _mm256_set1_epi32(INT32_MIN);
+  const __m256i wrapped =
+      _mm256_cmpgt_epi32(_mm256_xor_si256(low, sign), _mm256_xor_si256(c0, sign));
+  __m256i c1 = _mm256_sub_epi32(_mm256_set1_epi32(static_cast<int32_t>(first >> 32)), wrapped);
+  __m256i c2 = _mm256_setzero_si256(), c3 = _mm256_setzero_si256();
+  const __m256i m0 = _mm256_set1_epi64x(philox::kMultiplier0);
+  const __m256i m1 = _mm256_set1_epi64x(philox::kMultiplier1);
+  uint32_t key0 = static_cast<uint32_t>(seed), key1 = static_cast<uint32_t>(seed >> 32);
+  for (int round = 0; round < philox::kRounds; ++round) {
+    __m256i hi0, lo0, hi1, lo1;
+    mulhilo_lanes(c0, m0, hi0, lo0);
+    mulhilo_lanes(c2, m1, hi1, lo1);
+    c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(static_cast<int32_t>(key0)));
+    c1 = lo1;
+    c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(static_cast<int32_t>(key1)));
+    c3 = lo0;
+    key0 += philox::kWeyl0;
+    key1 += philox::kWeyl1;
+  }
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out.w[0]), c0);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out.w[1]), c1);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out.w[2]), c2);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out.w[3]), c3);
+}
+#else
+void philox_block(uint64_t seed, uint64_t first, WordBlock& out) {
+  for (int lane = 0; lane < kLanes; ++lane) {
+    const philox::Words4 r = philox::random_words(seed, first + static_cast<uint64_t>(lane));
+    for (int k = 0; k < 4; ++k) out.w[k][lane] = r.w[k];
+  }
+}
+#endif
+
+// emit(i, words of counter first + i) for i in [0, n), a block of lanes at a time.
+template <class Emit>
+inline void for_each_counter(uint64_t seed, uint64_t first, int64_t n, Emit emit) {
+  int64_t i = 0;
+  WordBlock block;
+  for (; i + kLanes <= n; i += kLanes) {
+    philox_block(seed, first + static_cast<uint64_t>(i), block);
+    for (int lane = 0; lane < kLanes; ++lane) {
+      emit(i + lane, philox::Words4{
+                         {block.w[0][lane], block.w[1][lane], block.w[2][lane], block.w[3][lane]}});
+    }
+  }
+  for (; i < n; ++i) emit(i, philox::random_words(seed, first + static_cast<uint64_t>(i)));
+}
+
+// out[i] = sample(philox words of element i) over a contiguous output.
+template <class T, class Sample>
+void generate_contiguous(const Tensor& out, PhiloxStream stream, Sample sample) {
+  T* data = out.data_ptr<T>();
+  parallel_for(0, out.numel(), kRandomGrain, [&](int64_t begin, int64_t end) {
+    T* chunk = data + begin;
+    for_each_counter(stream.seed, stream.offset + static_cast<uint64_t>(begin), end - begin,
+                     [&](int64_t i, const philox::Words4& r) { chunk[i] = sample(r); });
+  });
+}
+
+// out[i] = combine(philox words of element i, values of the N inputs at i) over
+// a layout whose operand 0 is the contiguous output (inputs may broadcast or be
+// strided). Rows of a contiguous output are contiguous, and the element index of
+// a row's start is its byte distance from the output's first element.
+template <class T, size_t N, class Combine>
+void generate_with_inputs(const Tensor& out, const ElementwiseLayout& layout, PhiloxStream stream,
+                          Combine combine) {
+  struct Context {
+    const char* base;
+    PhiloxStream stream;
+    Combine combine;
+  } ctx{static_cast<const char*>(out.data_ptr()), stream, combine};
+  run_elementwise(
+      layout,
+      [](void* raw, char** data, const int64_t* strides, int64_t n) {
+        const Context& c = *static_cast<const Context*>(raw);
+        const uint64_t first =
+            c.stream.offset + static_cast<uint64_t>(data[0] - c.base) / sizeof(T);
+        T* o = reinterpret_cast<T*>(data[0]);
+        for_each_counter(c.stream.seed, first, n, [&](int64_t i, const philox::Words4& r) {
+          std::array<T, N> inputs;
+          for (size_t k = 0; k < N; ++k) {
+            inputs[k] = *reinterpret_cast<const T*>(data[k + 1] + i * strides[k + 1]);
+          }
+          o[i] = c.combine(r, inputs);
+        });
+      },
+      &ctx);
+}
+
+}  // namespace
+
+void uniform_kernel(const Tensor& out, PhiloxStream stream) {
+  STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::rand", [&] {
+    generate_contiguous<scalar_t>(
+        out, stream, [](const philox::Words4& r) { return philox::uniform<scalar_t>(r); });
+  });
+}
+
+void standard_normal_kernel(const Tensor& out, PhiloxStream stream) {
+  STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::randn", [&] {
+    generate_contiguous<scalar_t>(
+        out, stream, [](const philox::Words4& r) { return philox::standard_normal<scalar_t>(r); });
+  });
+}
+
+void randint_kernel(const Tensor& out, int64_t low, int64_t high, PhiloxStream stream) {
+  // Unsigned arithmetic: high - low may exceed INT64_MAX, and low + k wraps into range.
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::randint", [&] {
+    generate_contiguous<scalar_t>(out, stream, [low, range](const philox::Words4& r) {
+      return static_cast<scalar_t>(
+          static_cast<int64_t>(static_cast<uint64_t>(low) + philox::below(r, range)));
+    });
+  });
+}
+
+void bernoulli_kernel(const Tensor& out, const Tensor& p, PhiloxStream stream) {
+  STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::bernoulli", [&] {
+    generate_with_inputs<scalar_t, 1>(
+        out, make_elementwise_layout(out, {&p}), stream,
+        [](const philox::Words4& r, const std::array<scalar_t, 1>& prob) {
+          return philox::uniform<scalar_t>(r) < prob[0] ? scalar_t(1) : scalar_t(0);
+        });
+  });
+}
+
+void normal_kernel(const Tensor& out, const Tensor& mean, const Tensor& std, PhiloxStream stream) {
+  STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::normal", [&] {
+    generate_with_inputs<scalar_t, 2>(
+        out, make_elementwise_layout(out, {&mean, &std}), stream,
+        [](const philox::Words4& r, const std::array<scalar_t, 2>& mean_std) {
+          return mean_std[0] + mean_std[1] * philox::standard_normal<scalar_t>(r);
+        });
+  });
+}
+
+bool all_within(const Tensor& t, double low, double high) {
+  struct Context {
+    double low, high;
+    std::atomic<bool> ok{true};
+  } ctx{low, high};
+  const ElementwiseLayout layout = make_elementwise_layout(t, {});
+  STRATA_DISPATCH_FLOATING_TYPES(t.dtype(), "strata::all_within", [&] {
+    run_elementwise(
+        layout,
+        [](void* raw, char** data, const int64_t* strides, int64_t n) {
+          Context& c = *static_cast<Context*>(raw);
+          bool ok = true;
+          for (int64_t i = 0; i < n; ++i) {
+            const double v = *reinterpret_cast<const scalar_t*>(data[0] + i * strides[0]);
+            ok &= v >= c.low && v <= c.high;
+          }
+          if (!ok) c.ok.store(false, std::memory_order_relaxed);
+        },
+        &ctx);
+  });
+  return ctx.ok.load(std::memory_order_relaxed);
+}
+
+}  // namespace strata::cpu

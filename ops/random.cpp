@@ -1,0 +1,171 @@
+// Random operators: rand, randn, randint, bernoulli, normal. Every op reserves one
+// Philox counter per output element from its generator (the default generator when
+// none is given) and the kernels draw element i from counter offset + i: Note
+// [Counter-based random numbers] in tensor/generator.h. The factories (rand, randn,
+// randint) route by their device option through BackendSelect like `empty`.
+#include "kernels/cpu/random.h"
+
+#include <limits>
+
+#include "dispatcher/library.h"
+#include "ops/factory_backend_select.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata {
+namespace {
+
+using OptionalGenerator = std::optional<Generator>;
+using RandomFactorySig = Tensor(IntArrayRef, const OptionalGenerator&, std::optional<ScalarType>,
+                                std::optional<Device>);
+using RandintSig = Tensor(int64_t, int64_t, IntArrayRef, const OptionalGenerator&,
+                          std::optional<ScalarType>, std::optional<Device>);
+using BernoulliSig = Tensor(const Tensor&, const OptionalGenerator&);
+using NormalSig = Tensor(const Tensor&, const Tensor&, const OptionalGenerator&);
+
+constexpr char kNoOverload[] = "";
+constexpr char kRand[] = "strata::rand";
+constexpr char kRandn[] = "strata::randn";
+constexpr char kRandint[] = "strata::randint";
+constexpr char kLow[] = "low";
+
+// Reserves one counter per element; called after every check, so a call that
+// throws leaves the generator where it was.
+cpu::PhiloxStream reserve_stream(const OptionalGenerator& generator, int64_t numel) {
+  const Generator gen = generator ? *generator : default_generator();
+  return {gen.seed(), gen.reserve(static_cast<uint64_t>(numel))};
+}
+
+ScalarType floating_dtype(std::optional<ScalarType> dtype, IntArrayRef size, const char* op) {
+  const ScalarType out_dtype = dtype.value_or(kFloat32);
+  STRATA_CHECK(is_floating_point(out_dtype), op,
+               "expected a floating-point dtype (Float32 or Float64) for a tensor of shape ",
+               shape_string(size), ", got ", out_dtype);
+  return out_dtype;
+}
+
+Tensor rand_cpu(IntArrayRef size, const OptionalGenerator& generator,
+                std::optional<ScalarType> dtype, std::optional<Device> device) {
+  Tensor out =
+      make_empty_tensor(size, floating_dtype(dtype, size, kRand), device.value_or(kCPU), kRand);
+  cpu::uniform_kernel(out, reserve_stream(generator, out.numel()));
+  return out;
+}
+
+Tensor randn_cpu(IntArrayRef size, const OptionalGenerator& generator,
+                 std::optional<ScalarType> dtype, std::optional<Device> device) {
+  Tensor out =
+      make_empty_tensor(size, floating_dtype(dtype, size, kRandn), device.value_or(kCPU), kRandn);
+  cpu::standard_normal_kernel(out, reserve_stream(generator, out.numel()));
+  return out;
+}
+
+Tensor randint_cpu(int64_t low, int64_t high, IntArrayRef size, const OptionalGenerator& generator,
+                   std::optional<ScalarType> dtype, std::optional<Device> device) {
+  STRATA_CHECK(high > low, kRandint, "high (", high, ") must be greater than low (", low,
+               ") to draw from [low, high)");
+  const ScalarType out_dtype = dtype.value_or(kInt64);
+  STRATA_CHECK(out_dtype != kBool, kRandint,
+               "expected a numeric dtype (Int64, Float32 or Float64), got Bool");
+  Tensor out = make_empty_tensor(size, out_dtype, device.value_or(kCPU), kRandint);
+  cpu::randint_kernel(out, low, high, reserve_stream(generator, out.numel()));
+  return out;
+}
+
+Tensor bernoulli_cpu(const Tensor& p, const OptionalGenerator& generator) {
+  STRATA_CHECK(is_floating_point(p.dtype()), "strata::bernoulli",
+               "expected a floating-point tensor of probabilities, got ", p.dtype(), " of shape ",
+               shape_string(p.sizes()));
+  STRATA_CHECK(cpu::all_within(p, 0.0, 1.0), "strata::bernoulli",
+               "every probability must lie in [0, 1]; the tensor of shape ",
+               shape_string(p.sizes()), " holds values outside it (or NaN)");
+  Tensor out = make_empty_tensor(p.sizes(), p.dtype(), p.device(), "strata::bernoulli");
+  cpu::bernoulli_kernel(out, p, reserve_stream(generator, out.numel()));
+  return out;
+}
+
+// t itself when it already has dtype, else a converted copy.
+Tensor with_dtype(const Tensor& t, ScalarType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor converted = empty(t.sizes(), dtype, t.device());
+  converted.copy_(t);
+  return converted;
+}
+
+Tensor normal_cpu(const Tensor& mean, const Tensor& std, const OptionalGenerator& generator) {
+  const ScalarType dtype = result_type(mean, std);
+  STRATA_CHECK(is_floating_point(dtype), "strata::normal",
+               "expected floating-point mean and std, got ", mean.dtype(), " and ", std.dtype());
+  const DimVector shape = broadcast_shapes(mean.sizes(), std.sizes(), "strata::normal");
+  const Tensor mean_values = with_dtype(mean, dtype);
+  const Tensor std_values = with_dtype(std, dtype);
+  STRATA_CHECK(cpu::all_within(std_values, 0.0, std::numeric_limits<double>::infinity()),
+               "strata::normal", "every std must be >= 0; the tensor of shape ",
+               shape_string(std.sizes()), " holds a negative value (or NaN)");
+  Tensor out = make_empty_tensor(shape, dtype, mean.device(), "strata::normal");
+  cpu::normal_kernel(out, mean_values, std_values, reserve_stream(generator, out.numel()));
+  return out;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def(
+      "rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, "
+      "Device? device=None) -> Tensor");
+  m.def(
+      "randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, "
+      "Device? device=None) -> Tensor");
+  m.def(
+      "randint.low(int low, int high, int[] size, *, Generator? generator=None, "
+      "ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor");
+  m.def("normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, BackendSelect, m) {
+  m.impl("rand", &FactoryBackendSelect<kRand, kNoOverload, RandomFactorySig>::kernel);
+  m.impl("randn", &FactoryBackendSelect<kRandn, kNoOverload, RandomFactorySig>::kernel);
+  m.impl("randint.low", &FactoryBackendSelect<kRandint, kLow, RandintSig>::kernel);
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("rand", &rand_cpu);
+  m.impl("randn", &randn_cpu);
+  m.impl("randint.low", &randint_cpu);
+  m.impl("bernoulli", &bernoulli_cpu);
+  m.impl("normal.Tensor_Tensor", &normal_cpu);
+}
+
+}  // namespace
+
+Tensor rand(IntArrayRef size, const Generator& gen, std::optional<ScalarType> dtype) {
+  return STRATA_OP(kRand, "", RandomFactorySig).call(size, gen, dtype, std::nullopt);
+}
+
+Tensor randn(IntArrayRef size, const Generator& gen, std::optional<ScalarType> dtype) {
+  return STRATA_OP(kRandn, "", RandomFactorySig).call(size, gen, dtype, std::nullopt);
+}
+
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, const Generator& gen,
+               std::optional<ScalarType> dtype) {
+  return STRATA_OP(kRandint, "low", RandintSig).call(low, high, size, gen, dtype, std::nullopt);
+}
+
+Tensor bernoulli(const Tensor& p, const Generator& gen) {
+  return STRATA_OP("strata::bernoulli", "", BernoulliSig).call(p, gen);
+}
+
+Tensor normal(const Tensor& mean, const Tensor& std, const Generator& gen) {
+  return STRATA_OP("strata::normal", "Tensor_Tensor", NormalSig).call(mean, std, gen);
+}
+
+Tensor rand(IntArrayRef size, std::optional<ScalarType> dtype) {
+  return STRATA_OP(kRand, "", RandomFactorySig).call(size, std::nullopt, dtype, std::nullopt);
+}
+
+Tensor randn(IntArrayRef size, std::optional<ScalarType> dtype) {
+  return STRATA_OP(kRandn, "", RandomFactorySig).call(size, std::nullopt, dtype, std::nullopt);
+}
+
+}  // namespace strata
