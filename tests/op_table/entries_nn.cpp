@@ -101,6 +101,9 @@ std::vector<Sample> softmax_samples(ScalarType dtype, bool backward, bool log) {
       {{3, 700}, L::Contiguous, 0},
       {{4, 6}, L::Contiguous, 1, -1000, 1000},
       {{4, 6}, L::Contiguous, 0, -1000, 1000},
+      // Enough work for the parallel loops.
+      {{64, 600}, L::Contiguous, 1},
+      {{64, 600}, L::Contiguous, 0},
   };
   std::vector<Sample> samples;
   for (const SoftmaxCase& c : cases) {
@@ -227,10 +230,10 @@ std::vector<Sample> mse_loss_samples(ScalarType dtype) {
                          {IValue(reduction)}});
     }
   }
-  // Enough elements for several summation blocks.
+  // Enough elements for several summation blocks, summed in parallel.
   samples.push_back(
-      {"[100, 300] mean",
-       {make_tensor({100, 300}, dtype, -2, 2, 1), make_tensor({100, 300}, dtype, -2, 2, 2)},
+      {"[300, 300] mean",
+       {make_tensor({300, 300}, dtype, -2, 2, 1), make_tensor({300, 300}, dtype, -2, 2, 2)},
        {IValue(int64_t{1})}});
   return samples;
 }
@@ -294,7 +297,7 @@ std::vector<Sample> linear_samples(ScalarType dtype) {
       {{2, 3, 4}, {3, 4}, L::Sliced, L::Contiguous, false},
       {{0, 3}, {5, 3}, L::Contiguous, L::Contiguous, true},
       {{2, 0}, {3, 0}, L::Contiguous, L::Contiguous, true},
-      {{70, 40}, {30, 40}, L::Contiguous, L::Contiguous, true},
+      {{300, 64}, {64, 64}, L::Contiguous, L::Contiguous, true},  // parallel row blocks
   };
   std::vector<Sample> samples;
   for (const Case& c : cases) {
@@ -312,12 +315,14 @@ std::vector<Sample> linear_samples(ScalarType dtype) {
 Tensor linear_reference(const std::vector<Tensor>& in) {
   const HostArray x = HostArray::of(in[0]), w = HostArray::of(in[1]);
   const int64_t in_features = w.sizes[1], out_features = w.sizes[0];
+  const std::vector<double> bias =
+      in.size() > 2 ? HostArray::of(in[2]).values : std::vector<double>{};
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < x.sizes.size(); ++d) rows *= x.sizes[d];
   std::vector<double> out;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t o = 0; o < out_features; ++o) {
-      double sum = in.size() > 2 ? HostArray::of(in[2]).values[o] : 0.0;
+      double sum = bias.empty() ? 0.0 : bias[o];
       for (int64_t i = 0; i < in_features; ++i) {
         sum += x.values[r * in_features + i] * w.values[o * in_features + i];
       }
@@ -368,6 +373,7 @@ std::vector<Sample> layer_norm_samples(ScalarType dtype) {
       {{2, 3, 4}, {3, 4}, L::Contiguous, 2, 1e-5}, {{2, 3, 4}, {3, 4}, L::Transposed, 1, 0.1},
       {{4}, {4}, L::Contiguous, 2, 1e-5},          {{0, 4}, {4}, L::Contiguous, 2, 1e-5},
       {{3, 4}, {4}, L::Expanded, 2, 1e-5},         {{2, 3, 4}, {4}, L::Sliced, 2, 1e-5},
+      {{64, 600}, {600}, L::Contiguous, 2, 1e-5},
   };
   std::vector<Sample> samples;
   for (const Case& c : cases) {
@@ -387,6 +393,10 @@ Tensor layer_norm_reference(const std::vector<Tensor>& in, const Sizes& normaliz
   const HostArray x = HostArray::of(in[0]);
   int64_t features = 1;
   for (int64_t s : normalized) features *= s;
+  const std::vector<double> weight =
+      in.size() > 1 ? HostArray::of(in[1]).values : std::vector<double>{};
+  const std::vector<double> bias =
+      in.size() > 2 ? HostArray::of(in[2]).values : std::vector<double>{};
   std::vector<double> out(x.values.size());
   for (int64_t start = 0; start < x.numel(); start += features) {
     double mean = 0, variance = 0;
@@ -396,8 +406,8 @@ Tensor layer_norm_reference(const std::vector<Tensor>& in, const Sizes& normaliz
     }
     for (int64_t i = 0; i < features; ++i) {
       double y = (x.values[start + i] - mean) / std::sqrt(variance + eps);
-      if (in.size() > 1) y *= HostArray::of(in[1]).values[i];
-      if (in.size() > 2) y += HostArray::of(in[2]).values[i];
+      if (in.size() > 1) y *= weight[i];
+      if (in.size() > 2) y += bias[i];
       out[start + i] = y;
     }
   }
@@ -415,7 +425,7 @@ std::vector<OpInfo> misc_entries() {
       [](const std::vector<Tensor>& in, const Stack&) {
         return std::vector<Tensor>{linear_reference(in)};
       }));
-  infos.back().tolerances[{Check::Forward, kFloat32}] = {1e-5, 1e-4};  // 40-term float sums
+  infos.back().tolerances[{Check::Forward, kFloat32}] = {1e-5, 1e-4};  // 64-term float sums
   infos.push_back(entry(
       "nn::embedding", embedding_samples,
       [](const std::vector<Tensor>& in, const Stack&) {

@@ -65,6 +65,8 @@ const std::vector<ConvCase>& conv_cases() {
       {"sliced input, stride 3", {1, 2, 6, 7}, {2, 2, 2, 2}, {3}, {1}, {1}, 1, true, L::Sliced},
       {"1x1 sliced input", {2, 3, 3, 4}, {4, 3, 1, 1}, {1}, {0}, {1}, 1, false, L::Sliced},
       {"empty batch", {0, 3, 5, 5}, {4, 3, 3, 3}, {1}, {0}, {1}, 1, true},
+      // Enough work per image for the parallel loops over the batch.
+      {"batch 8 of 8x20x20, parallel", {8, 8, 20, 20}, {16, 8, 3, 3}, {1}, {1}, {1}, 1, true},
   };
   return cases;
 }
@@ -257,6 +259,7 @@ const std::vector<PoolCase>& pool_cases() {
       {"transposed input", {2, 3, 6, 5}, {2}, {2}, {1}, {1}, Layout::Transposed},
       {"sliced input, dilation (2, 1)", {1, 2, 6, 5}, {2}, {1}, {0}, {2, 1}, Layout::Sliced},
       {"empty batch", {0, 2, 4, 4}, {2}, {}, {0}, {1}},
+      {"128 planes, parallel", {8, 16, 32, 32}, {3}, {2}, {1}, {1}},
   };
   return cases;
 }

@@ -236,6 +236,34 @@ TEST(NnErrors, EmbeddingIndexOutOfRange) {
                   {"indices must be Int64, got Float32"});
 }
 
+// ---- parallel loops ------------------------------------------------------------------
+
+st::Tensor wavy(std::vector<int64_t> sizes, double phase) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(std::sin(0.37 * i + phase));
+  return st::tensor(values, sizes);
+}
+
+// Each result of a fixed input, computed with the default threads and with one.
+std::vector<std::vector<double>> nn_results(int threads) {
+  st::cpu::set_num_threads(threads);
+  const st::Tensor x = wavy({16, 8, 24, 24}, 0.1), w = wavy({16, 8, 3, 3}, 0.2);
+  const st::Tensor y = nn::conv2d(x, w, std::nullopt, {1}, {1});
+  std::vector<std::vector<double>> results{
+      y.to_vector<double>(),
+      nn::conv2d_backward_input(y, x.sizes(), w, {1}, {1}, {1}, 1).to_vector<double>(),
+      nn::conv2d_backward_weight(y, x, w.sizes(), {1}, {1}, {1}, 1).to_vector<double>(),
+      nn::softmax(x, 0).to_vector<double>(),
+      nn::mse_loss(x, wavy({24}, 0.3), nn::Reduction::Sum).to_vector<double>()};
+  st::cpu::set_num_threads(0);
+  return results;
+}
+
+// The weight gradient and the loss sums are summed over fixed chunks, never per thread.
+TEST(NnParallel, ResultsIndependentOfThreadCount) { EXPECT_EQ(nn_results(0), nn_results(1)); }
+
 // ---- dropout -------------------------------------------------------------------------
 
 std::vector<double> dropout_values(const st::Tensor& x, double p, uint64_t seed) {
