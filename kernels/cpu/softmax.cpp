@@ -88,31 +88,36 @@ void backward(const Tensor& grad_input, const Tensor& grad_output, const Tensor&
   const T* y = output.data_ptr<T>();
   T* gi = grad_input.data_ptr<T>();
   const int64_t n = s.dim_size, stride = s.inner;
+  // softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g). `sum` is a scalar
+  // for a row, an array for a block of columns.
+  auto summand = [](const auto& g_, const auto& y_) {
+    if constexpr (kLog) {
+      return g_;
+    } else {
+      return g_ * y_;
+    }
+  };
+  auto gradient = [](const auto& g_, const auto& y_, const auto& sum) {
+    if constexpr (kLog) {
+      return g_ - y_.exp() * sum;
+    } else {
+      return y_ * (g_ - sum);
+    }
+  };
   for_each_column_block(s, [&](int64_t offset, int64_t width) {
     using Map = Eigen::Map<Array<T>>;
     using ConstMap = Eigen::Map<const Array<T>>;
-    const int64_t length = stride == 1 ? n : width;
-    const int64_t rows = stride == 1 ? 1 : n;
-    const int64_t step = stride == 1 ? 0 : stride;
-    auto g_row = [&](int64_t d) { return ConstMap(g + offset + d * step, length); };
-    auto y_row = [&](int64_t d) { return ConstMap(y + offset + d * step, length); };
-    // With the reduced dim innermost, the sum runs over one row instead of down columns.
-    auto reduce = [&](const auto& term) -> Array<T> {
-      if (stride == 1) return Array<T>::Constant(length, term(0).sum());
-      Array<T> sum = term(0);
-      for (int64_t d = 1; d < rows; ++d) sum += term(d);
-      return sum;
-    };
-    if constexpr (kLog) {
-      const Array<T> sum = reduce([&](int64_t d) -> Array<T> { return g_row(d); });
-      for (int64_t d = 0; d < rows; ++d) {
-        Map(gi + offset + d * step, length) = g_row(d) - y_row(d).exp() * sum;
-      }
-    } else {
-      const Array<T> sum = reduce([&](int64_t d) -> Array<T> { return g_row(d) * y_row(d); });
-      for (int64_t d = 0; d < rows; ++d) {
-        Map(gi + offset + d * step, length) = y_row(d) * (g_row(d) - sum);
-      }
+    if (stride == 1) {
+      ConstMap g_row(g + offset, n), y_row(y + offset, n);
+      Map(gi + offset, n) = gradient(g_row, y_row, summand(g_row, y_row).sum());
+      return;
+    }
+    auto g_row = [&](int64_t d) { return ConstMap(g + offset + d * stride, width); };
+    auto y_row = [&](int64_t d) { return ConstMap(y + offset + d * stride, width); };
+    Array<T> sum = summand(g_row(0), y_row(0));
+    for (int64_t d = 1; d < n; ++d) sum += summand(g_row(d), y_row(d));
+    for (int64_t d = 0; d < n; ++d) {
+      Map(gi + offset + d * stride, width) = gradient(g_row(d), y_row(d), sum);
     }
   });
 }

@@ -72,29 +72,27 @@ const std::vector<ConvCase>& conv_cases() {
 }
 
 struct ConvShape {
-  int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
+  int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh = 0, ow = 0;
   Sizes output() const { return {n, o, oh, ow}; }
 };
 
 ConvShape conv_shape(const Sizes& input, const Sizes& weight, const Stack& args) {
   const Sizes &stride = args[0].to_int_list(), &padding = args[1].to_int_list(),
               &dilation = args[2].to_int_list();
-  ConvShape s{input[0],
-              input[1],
-              input[2],
-              input[3],
-              weight[0],
-              weight[2],
-              weight[3],
-              0,
-              0,
-              pick(stride, 0),
-              pick(stride, 1),
-              pick(padding, 0),
-              pick(padding, 1),
-              pick(dilation, 0),
-              pick(dilation, 1),
-              args[3].to_int()};
+  ConvShape s{.n = input[0],
+              .c = input[1],
+              .h = input[2],
+              .w = input[3],
+              .o = weight[0],
+              .kh = weight[2],
+              .kw = weight[3],
+              .sh = pick(stride, 0),
+              .sw = pick(stride, 1),  //
+              .ph = pick(padding, 0),
+              .pw = pick(padding, 1),  //
+              .dh = pick(dilation, 0),
+              .dw = pick(dilation, 1),  //
+              .groups = args[3].to_int()};
   s.oh = (s.h + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
   s.ow = (s.w + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
   return s;
@@ -265,27 +263,23 @@ const std::vector<PoolCase>& pool_cases() {
 }
 
 struct PoolShape {
-  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
-  Sizes output;
+  int64_t h, w, kh, kw, sh, sw, ph, pw, dh, dw, planes = 0, oh = 0, ow = 0;
+  Sizes output = {};
 };
 
 PoolShape pool_shape(const Sizes& input, const Sizes& kernel, const Sizes& stride,
                      const Sizes& padding, const Sizes& dilation) {
   const Sizes& step = stride.empty() ? kernel : stride;
-  PoolShape s{0,
-              input[input.size() - 2],
-              input.back(),
-              0,
-              0,
-              pick(kernel, 0),
-              pick(kernel, 1),
-              pick(step, 0),
-              pick(step, 1),
-              pick(padding, 0),
-              pick(padding, 1),
-              pick(dilation, 0),
-              pick(dilation, 1),
-              {}};
+  PoolShape s{.h = input[input.size() - 2],
+              .w = input.back(),
+              .kh = pick(kernel, 0),
+              .kw = pick(kernel, 1),
+              .sh = pick(step, 0),
+              .sw = pick(step, 1),
+              .ph = pick(padding, 0),
+              .pw = pick(padding, 1),
+              .dh = pick(dilation, 0),
+              .dw = pick(dilation, 1)};
   s.planes = numel(input) / (s.h * s.w);
   s.oh = (s.h + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
   s.ow = (s.w + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
