@@ -1,0 +1,258 @@
+// 2-D convolution and its two backward ops on the CPU: im2col + Eigen GEMM, in
+// parallel over images (see Note [im2col convolution]).
+#include "kernels/cpu/conv.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+
+#include "kernels/cpu/parallel.h"
+#include "tensor/dispatch_dtype.h"
+#include "tensor/tensor.h"
+
+namespace strata::cpu {
+namespace {
+
+// Note [im2col convolution]
+// For one image and one group the convolution is a matrix product: the weight slice
+// [Og, K] (K = Cg * kH * kW) times the column matrix [K, P] (P = OH * OW), whose row
+// (c, kh, kw) holds, for every output position, the input pixel that kernel tap sees
+// (0 in the padding). Building the columns costs K * P writes, far less than the
+// 2 * Og * K * P flops of the product, which Eigen's GEMM runs near peak. The
+// backward ops are its adjoints: the input gradient is W^T times the output gradient,
+// added back onto the pixels through the same index map (col2im); the weight
+// gradient is the output gradient times the columns' transpose, summed over images.
+// A 1x1 kernel with stride 1 and no padding needs no columns: the image is its own
+// column matrix.
+
+template <class T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using MatrixMap = Eigen::Map<RowMajorMatrix<T>>;
+template <class T>
+using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>>;
+
+// Below this many flops per parallel chunk the TBB overhead would dominate.
+constexpr int64_t kGemmGrainFlops = int64_t{1} << 20;
+// The weight gradient is summed over at most this many fixed batch chunks, each in
+// its own buffer, then over the chunks in order: the result does not depend on the
+// thread count.
+constexpr int64_t kWeightGradChunks = 16;
+
+struct GroupShape {
+  int64_t channels;      // Cg
+  int64_t out_channels;  // Og
+  int64_t depth;         // K = Cg * kH * kW
+  int64_t positions;     // P = OH * OW
+  int64_t plane;         // H * W
+  int64_t flops;         // of one image-group product
+};
+
+GroupShape group_shape(const Conv2dGeometry& g) {
+  GroupShape s;
+  s.channels = g.in_channels / g.groups;
+  s.out_channels = g.out_channels / g.groups;
+  s.depth = s.channels * g.kernel_h * g.kernel_w;
+  s.positions = g.out_h * g.out_w;
+  s.plane = g.in_h * g.in_w;
+  s.flops = std::max<int64_t>(1, 2 * s.out_channels * s.depth * s.positions);
+  return s;
+}
+
+bool needs_columns(const Conv2dGeometry& g) {
+  return !(g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
+           g.pad_h == 0 && g.pad_w == 0);
+}
+
+int64_t grain_for(int64_t flops_per_item) {
+  return std::max<int64_t>(1, kGemmGrainFlops / flops_per_item);
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }  // a >= 0, b > 0
+
+// Moves values between one image-group [Cg, H, W] and its column matrix [K, P].
+// kToColumns copies pixels into the columns (0 where a tap falls in the padding);
+// otherwise each column entry is added back onto the pixel it came from (col2im).
+template <bool kToColumns, class T>
+void transfer_columns(std::conditional_t<kToColumns, const T*, T*> image,
+                      std::conditional_t<kToColumns, T*, const T*> columns, const Conv2dGeometry& g,
+                      int64_t channels) {
+  const int64_t positions = g.out_h * g.out_w;
+  const int64_t sw = g.stride_w;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+      for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+        auto* row = columns + ((c * g.kernel_h + kh) * g.kernel_w + kw) * positions;
+        // The output columns ow whose tap lands in the image: 0 <= ow * sw + shift < W.
+        const int64_t shift = kw * g.dilation_w - g.pad_w;
+        const int64_t ow_begin = std::min(g.out_w, shift >= 0 ? 0 : ceil_div(-shift, sw));
+        const int64_t ow_end =
+            std::clamp(shift >= g.in_w ? 0 : ceil_div(g.in_w - shift, sw), ow_begin, g.out_w);
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          auto* out_row = row + oh * g.out_w;
+          const int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dilation_h;
+          const bool inside = ih >= 0 && ih < g.in_h;
+          auto* pixels = image + (c * g.in_h + (inside ? ih : 0)) * g.in_w;
+          if constexpr (kToColumns) {
+            if (!inside) {
+              std::fill(out_row, out_row + g.out_w, T(0));
+              continue;
+            }
+            std::fill(out_row, out_row + ow_begin, T(0));
+            std::fill(out_row + ow_end, out_row + g.out_w, T(0));
+            if (sw == 1) {
+              std::copy(pixels + ow_begin + shift, pixels + ow_end + shift, out_row + ow_begin);
+            } else {
+              for (int64_t ow = ow_begin; ow < ow_end; ++ow) out_row[ow] = pixels[ow * sw + shift];
+            }
+          } else {
+            if (!inside) continue;
+            for (int64_t ow = ow_begin; ow < ow_end; ++ow) pixels[ow * sw + shift] += out_row[ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+// A scratch column matrix per parallel chunk, left uninitialized (im2col writes all of it).
+template <class T>
+std::unique_ptr<T[]> column_buffer(const Conv2dGeometry& g, const GroupShape& s) {
+  return std::unique_ptr<T[]>(needs_columns(g) ? new T[s.depth * s.positions] : nullptr);
+}
+
+// The column matrix of image n, group grp: the image itself, or im2col into buffer.
+template <class T>
+const T* columns_of(const T* input, T* buffer, int64_t n, int64_t grp, const Conv2dGeometry& g,
+                    const GroupShape& s) {
+  const T* image = input + (n * g.in_channels + grp * s.channels) * s.plane;
+  if (buffer == nullptr) return image;
+  transfer_columns<true, T>(image, buffer, g, s.channels);
+  return buffer;
+}
+
+template <class T>
+void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor* bias,
+             const Conv2dGeometry& g) {
+  const GroupShape s = group_shape(g);
+  const T* in = input.data_ptr<T>();
+  const T* w = weight.data_ptr<T>();
+  const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
+  T* o = out.data_ptr<T>();
+  parallel_for(0, g.batch * g.groups, grain_for(s.flops), [&](int64_t begin, int64_t end) {
+    std::unique_ptr<T[]> buffer = column_buffer<T>(g, s);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / g.groups, grp = item % g.groups;
+      const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
+      MatrixMap<T> result(o + (n * g.out_channels + grp * s.out_channels) * s.positions,
+                          s.out_channels, s.positions);
+      result.noalias() =
+          ConstMatrixMap<T>(w + grp * s.out_channels * s.depth, s.out_channels, s.depth) *
+          ConstMatrixMap<T>(columns, s.depth, s.positions);
+      if (b != nullptr) {
+        result.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(
+            b + grp * s.out_channels, s.out_channels);
+      }
+    }
+  });
+}
+
+template <class T>
+void backward_input(const Tensor& grad_input, const Tensor& grad_output, const Tensor& weight,
+                    const Conv2dGeometry& g) {
+  const GroupShape s = group_shape(g);
+  const T* go = grad_output.data_ptr<T>();
+  const T* w = weight.data_ptr<T>();
+  T* gi = grad_input.data_ptr<T>();
+  parallel_for(0, g.batch * g.groups, grain_for(s.flops), [&](int64_t begin, int64_t end) {
+    std::unique_ptr<T[]> buffer = column_buffer<T>(g, s);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / g.groups, grp = item % g.groups;
+      T* image = gi + (n * g.in_channels + grp * s.channels) * s.plane;
+      // Without columns the product lands on the image directly (P == H * W).
+      T* columns = buffer ? buffer.get() : image;
+      MatrixMap<T>(columns, s.depth, s.positions).noalias() =
+          ConstMatrixMap<T>(w + grp * s.out_channels * s.depth, s.out_channels, s.depth)
+              .transpose() *
+          ConstMatrixMap<T>(go + (n * g.out_channels + grp * s.out_channels) * s.positions,
+                            s.out_channels, s.positions);
+      if (buffer) {
+        std::fill(image, image + s.channels * s.plane, T(0));
+        transfer_columns<false, T>(image, buffer.get(), g, s.channels);
+      }
+    }
+  });
+}
+
+template <class T>
+void backward_weight(const Tensor& grad_weight, const Tensor& grad_output, const Tensor& input,
+                     const Conv2dGeometry& g) {
+  const GroupShape s = group_shape(g);
+  const T* go = grad_output.data_ptr<T>();
+  const T* in = input.data_ptr<T>();
+  T* gw = grad_weight.data_ptr<T>();
+  const int64_t weight_numel = g.out_channels * s.depth;
+  if (g.batch == 0) {
+    std::fill(gw, gw + weight_numel, T(0));
+    return;
+  }
+  const int64_t chunk_size = ceil_div(g.batch, std::min(g.batch, kWeightGradChunks));
+  const int64_t chunks = ceil_div(g.batch, chunk_size);
+  std::unique_ptr<T[]> partials(chunks > 1 ? new T[chunks * weight_numel] : nullptr);
+  const int64_t chunk_flops = chunk_size * g.groups * s.flops;
+  parallel_for(0, chunks, grain_for(chunk_flops), [&](int64_t begin, int64_t end) {
+    std::unique_ptr<T[]> buffer = column_buffer<T>(g, s);
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      T* sum = chunks > 1 ? partials.get() + chunk * weight_numel : gw;
+      const int64_t first = chunk * chunk_size;
+      for (int64_t n = first; n < std::min(g.batch, first + chunk_size); ++n) {
+        for (int64_t grp = 0; grp < g.groups; ++grp) {
+          const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
+          MatrixMap<T> sum_g(sum + grp * s.out_channels * s.depth, s.out_channels, s.depth);
+          auto product =
+              ConstMatrixMap<T>(go + (n * g.out_channels + grp * s.out_channels) * s.positions,
+                                s.out_channels, s.positions) *
+              ConstMatrixMap<T>(columns, s.depth, s.positions).transpose();
+          if (n == first) {
+            sum_g.noalias() = product;
+          } else {
+            sum_g.noalias() += product;
+          }
+        }
+      }
+    }
+  });
+  if (chunks > 1) {
+    using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+    Eigen::Map<Vector> total(gw, weight_numel);
+    total = Eigen::Map<const Vector>(partials.get(), weight_numel);
+    for (int64_t chunk = 1; chunk < chunks; ++chunk) {
+      total += Eigen::Map<const Vector>(partials.get() + chunk * weight_numel, weight_numel);
+    }
+  }
+}
+
+}  // namespace
+
+void conv2d_forward_kernel(const Tensor& out, const Tensor& input, const Tensor& weight,
+                           const Tensor* bias, const Conv2dGeometry& g) {
+  STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::conv2d",
+                                 [&] { forward<scalar_t>(out, input, weight, bias, g); });
+}
+
+void conv2d_backward_input_kernel(const Tensor& grad_input, const Tensor& grad_output,
+                                  const Tensor& weight, const Conv2dGeometry& g) {
+  STRATA_DISPATCH_FLOATING_TYPES(grad_input.dtype(), "strata::conv2d_backward_input", [&] {
+    backward_input<scalar_t>(grad_input, grad_output, weight, g);
+  });
+}
+
+void conv2d_backward_weight_kernel(const Tensor& grad_weight, const Tensor& grad_output,
+                                   const Tensor& input, const Conv2dGeometry& g) {
+  STRATA_DISPATCH_FLOATING_TYPES(grad_weight.dtype(), "strata::conv2d_backward_weight", [&] {
+    backward_weight<scalar_t>(grad_weight, grad_output, input, g);
+  });
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,48 @@
+// linear on the CPU: one Eigen GEMM per block of rows, blocks in parallel.
+#include "kernels/cpu/linear.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+
+#include "kernels/cpu/parallel.h"
+#include "tensor/dispatch_dtype.h"
+#include "tensor/tensor.h"
+
+namespace strata::cpu {
+namespace {
+
+// Below this many flops per row block the TBB overhead would dominate.
+constexpr int64_t kGemmGrainFlops = int64_t{1} << 20;
+
+template <class T>
+void linear(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor* bias,
+            int64_t rows) {
+  using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using RowVector = Eigen::Matrix<T, 1, Eigen::Dynamic>;
+  const int64_t out_features = weight.sizes()[0], in_features = weight.sizes()[1];
+  const Eigen::Map<const Matrix> w(weight.data_ptr<T>(), out_features, in_features);
+  const T* x = input.data_ptr<T>();
+  T* y = out.data_ptr<T>();
+  const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
+  const int64_t row_flops = std::max<int64_t>(1, 2 * in_features * out_features);
+  parallel_for(0, rows, std::max<int64_t>(1, kGemmGrainFlops / row_flops),
+               [&](int64_t begin, int64_t end) {
+                 Eigen::Map<Matrix> result(y + begin * out_features, end - begin, out_features);
+                 result.noalias() =
+                     Eigen::Map<const Matrix>(x + begin * in_features, end - begin, in_features) *
+                     w.transpose();
+                 if (b != nullptr) {
+                   result.rowwise() += Eigen::Map<const RowVector>(b, out_features);
+                 }
+               });
+}
+
+}  // namespace
+
+void linear_kernel(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor* bias,
+                   int64_t rows) {
+  STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::linear",
+                                 [&] { linear<scalar_t>(out, input, weight, bias, rows); });
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,100 @@
+// embedding, layer_norm and the dropout mask on the CPU.
+#include "kernels/cpu/nn_misc.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/parallel.h"
+#include "tensor/dispatch_dtype.h"
+#include "tensor/error.h"
+#include "tensor/tensor.h"
+
+namespace strata::cpu {
+namespace {
+
+// SplitMix64's finalizer: a bijection of 64-bit words that mixes every input bit
+// into every output bit.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// A uniform double in [0, 1) that is a pure function of (seed, counter): see
+// Note [Counter-based random numbers] in tensor/generator.h.
+double uniform(uint64_t seed, uint64_t counter) {
+  const uint64_t bits = mix64(mix64(seed) + counter * 0x9E3779B97F4A7C15ULL);
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
+template <class T>
+void layer_norm(const Tensor& out, const Tensor& input, const Tensor* weight, const Tensor* bias,
+                int64_t rows, double eps) {
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  const int64_t features = input.numel() / std::max<int64_t>(rows, 1);
+  const T* x = input.data_ptr<T>();
+  T* y = out.data_ptr<T>();
+  const T* w = weight != nullptr ? weight->data_ptr<T>() : nullptr;
+  const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(features, 1));
+  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      Eigen::Map<const Array> row(x + r * features, features);
+      Eigen::Map<Array> result(y + r * features, features);
+      const T mean = row.sum() / static_cast<T>(features);
+      result = row - mean;
+      // Two passes (mean, then squares of the centred values): no cancellation.
+      const T variance = result.square().sum() / static_cast<T>(features);
+      result *= T(1) / std::sqrt(variance + static_cast<T>(eps));
+      if (w != nullptr) result *= Eigen::Map<const Array>(w, features);
+      if (b != nullptr) result += Eigen::Map<const Array>(b, features);
+    }
+  });
+}
+
+}  // namespace
+
+void embedding_kernel(const Tensor& out, const Tensor& weight, const Tensor& indices) {
+  const int64_t num_rows = weight.sizes()[0];
+  const int64_t row_bytes = weight.sizes()[1] * static_cast<int64_t>(element_size(weight.dtype()));
+  const int64_t* index = indices.data_ptr<int64_t>();
+  const char* table = static_cast<const char*>(weight.data_ptr());
+  char* dest = static_cast<char*>(out.data_ptr());
+  const int64_t count = indices.numel();
+  for (int64_t i = 0; i < count; ++i) {
+    STRATA_CHECK(index[i] >= 0 && index[i] < num_rows, "strata::embedding", "index ", index[i],
+                 " (at position ", i, ") is out of range for a weight of ", num_rows, " rows");
+  }
+  const int64_t grain =
+      std::max<int64_t>(1, kElementwiseGrain * 4 / std::max<int64_t>(row_bytes, 1));
+  parallel_for(0, count, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      std::memcpy(dest + i * row_bytes, table + index[i] * row_bytes,
+                  static_cast<size_t>(row_bytes));
+    }
+  });
+}
+
+void layer_norm_kernel(const Tensor& out, const Tensor& input, const Tensor* weight,
+                       const Tensor* bias, int64_t rows, double eps) {
+  STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::layer_norm", [&] {
+    layer_norm<scalar_t>(out, input, weight, bias, rows, eps);
+  });
+}
+
+void dropout_mask_kernel(const Tensor& mask, double p, uint64_t seed, uint64_t first) {
+  STRATA_DISPATCH_FLOATING_TYPES(mask.dtype(), "strata::dropout", [&] {
+    // p == 1 keeps nothing; 1 / (1 - p) would be infinite.
+    const scalar_t kept = p < 1 ? static_cast<scalar_t>(1.0 / (1.0 - p)) : scalar_t(0);
+    scalar_t* m = mask.data_ptr<scalar_t>();
+    parallel_for(0, mask.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        m[i] = uniform(seed, first + static_cast<uint64_t>(i)) < p ? scalar_t(0) : kept;
+      }
+    });
+  });
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,161 @@
+// 2-D max and average pooling and their backward kernels, in parallel over planes.
+#include "kernels/cpu/pool.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/parallel.h"
+#include "tensor/dispatch_dtype.h"
+#include "tensor/error.h"
+#include "tensor/tensor.h"
+
+namespace strata::cpu {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }  // a >= 0, b > 0
+
+// The taps [begin, end) of a window that starts at `start` and steps by `dilation`
+// which land inside [0, size).
+struct TapRange {
+  int64_t begin, end;
+};
+
+TapRange taps_inside(int64_t start, int64_t kernel, int64_t dilation, int64_t size) {
+  const int64_t begin = start >= 0 ? 0 : std::min(kernel, ceil_div(-start, dilation));
+  const int64_t end = start >= size ? 0 : std::min(kernel, ceil_div(size - start, dilation));
+  return {begin, std::max(begin, end)};
+}
+
+// Calls fn(pixel) for each pixel (ih * in_w + iw) of output (oh, ow)'s window that
+// lies in the image, in row-major order.
+template <class Fn>
+void for_each_window_pixel(const Pool2dGeometry& g, int64_t oh, int64_t ow, Fn&& fn) {
+  const int64_t h_start = oh * g.stride_h - g.pad_h, w_start = ow * g.stride_w - g.pad_w;
+  const TapRange rows = taps_inside(h_start, g.kernel_h, g.dilation_h, g.in_h);
+  const TapRange cols = taps_inside(w_start, g.kernel_w, g.dilation_w, g.in_w);
+  for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
+    const int64_t row = (h_start + kh * g.dilation_h) * g.in_w + w_start;
+    for (int64_t kw = cols.begin; kw < cols.end; ++kw) fn(row + kw * g.dilation_w);
+  }
+}
+
+// Calls fn(plane) for every plane, in parallel when the planes hold enough work.
+template <class Fn>
+void for_each_plane(const Pool2dGeometry& g, Fn&& fn) {
+  const int64_t work = std::max<int64_t>(1, g.out_h * g.out_w * g.kernel_h * g.kernel_w);
+  parallel_for(0, g.planes, std::max<int64_t>(1, kElementwiseGrain / work),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t p = begin; p < end; ++p) fn(p);
+               });
+}
+
+template <class T>
+void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
+              const Pool2dGeometry& g) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const T* in = input.data_ptr<T>();
+  T* out = values.data_ptr<T>();
+  int64_t* where = indices.data_ptr<int64_t>();
+  for_each_plane(g, [&](int64_t p) {
+    const T* pixels = in + p * in_plane;
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        T best = T(0);
+        int64_t best_pixel = -1;
+        for_each_window_pixel(g, oh, ow, [&](int64_t pixel) {
+          const T x = pixels[pixel];
+          if (best_pixel < 0 || x > best || std::isnan(x)) {
+            best = x;
+            best_pixel = pixel;
+          }
+        });
+        const int64_t o = p * out_plane + oh * g.out_w + ow;
+        out[o] = best;
+        where[o] = best_pixel;
+      }
+    }
+  });
+}
+
+template <class T>
+void max_pool_backward(const Tensor& grad_input, const Tensor& grad_output, const Tensor& indices,
+                       const Pool2dGeometry& g) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const T* go = grad_output.data_ptr<T>();
+  const int64_t* where = indices.data_ptr<int64_t>();
+  T* gi = grad_input.data_ptr<T>();
+  for_each_plane(g, [&](int64_t p) {
+    T* plane = gi + p * in_plane;
+    std::fill(plane, plane + in_plane, T(0));
+    for (int64_t o = p * out_plane; o < (p + 1) * out_plane; ++o) {
+      STRATA_CHECK(where[o] >= 0 && where[o] < in_plane, "strata::max_pool2d_backward", "index ",
+                   where[o], " is out of range for an input plane of ", g.in_h, "x", g.in_w);
+      plane[where[o]] += go[o];
+    }
+  });
+}
+
+template <class T>
+void avg_pool(const Tensor& out, const Tensor& input, const Pool2dGeometry& g) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const T scale = T(1) / static_cast<T>(g.kernel_h * g.kernel_w);
+  const T* in = input.data_ptr<T>();
+  T* o = out.data_ptr<T>();
+  for_each_plane(g, [&](int64_t p) {
+    const T* pixels = in + p * in_plane;
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        T sum = T(0);
+        for_each_window_pixel(g, oh, ow, [&](int64_t pixel) { sum += pixels[pixel]; });
+        o[p * out_plane + oh * g.out_w + ow] = sum * scale;
+      }
+    }
+  });
+}
+
+template <class T>
+void avg_pool_backward(const Tensor& grad_input, const Tensor& grad_output,
+                       const Pool2dGeometry& g) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const T scale = T(1) / static_cast<T>(g.kernel_h * g.kernel_w);
+  const T* go = grad_output.data_ptr<T>();
+  T* gi = grad_input.data_ptr<T>();
+  for_each_plane(g, [&](int64_t p) {
+    T* plane = gi + p * in_plane;
+    std::fill(plane, plane + in_plane, T(0));
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        const T share = go[p * out_plane + oh * g.out_w + ow] * scale;
+        for_each_window_pixel(g, oh, ow, [&](int64_t pixel) { plane[pixel] += share; });
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void max_pool2d_kernel(const Tensor& values, const Tensor& indices, const Tensor& input,
+                       const Pool2dGeometry& g) {
+  STRATA_DISPATCH_FLOATING_TYPES(values.dtype(), "strata::max_pool2d_with_indices",
+                                 [&] { max_pool<scalar_t>(values, indices, input, g); });
+}
+
+void max_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_output,
+                                const Tensor& indices, const Pool2dGeometry& g) {
+  STRATA_DISPATCH_FLOATING_TYPES(grad_input.dtype(), "strata::max_pool2d_backward", [&] {
+    max_pool_backward<scalar_t>(grad_input, grad_output, indices, g);
+  });
+}
+
+void avg_pool2d_kernel(const Tensor& out, const Tensor& input, const Pool2dGeometry& g) {
+  STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::avg_pool2d",
+                                 [&] { avg_pool<scalar_t>(out, input, g); });
+}
+
+void avg_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_output,
+                                const Pool2dGeometry& g) {
+  STRATA_DISPATCH_FLOATING_TYPES(grad_input.dtype(), "strata::avg_pool2d_backward",
+                                 [&] { avg_pool_backward<scalar_t>(grad_input, grad_output, g); });
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,28 @@
+#pragma once
+
+// Argument handling shared by the neural-network operators (ops/nn_*.cpp,
+// ops/softmax.cpp): the kernels under kernels/cpu/ take contiguous tensors of one
+// floating dtype, and these helpers get the arguments into that form or say why not.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "tensor/tensor.h"
+
+namespace strata::nn_detail {
+
+// t itself when contiguous, else a contiguous copy.
+Tensor contiguous(const Tensor& t);
+std::optional<Tensor> contiguous(const std::optional<Tensor>& t);
+
+// PyTorch's int[2] broadcasting: one value stands for both spatial dims. `what`
+// names the argument ("stride") in the error.
+std::array<int64_t, 2> expand_pair(IntArrayRef values, const char* op, const char* what);
+
+// Throws unless t is Float32 or Float64.
+void check_floating(const Tensor& t, const char* op, const char* what);
+// Throws unless t has dtype `expected`; `what` names t in the message.
+void check_same_dtype(const Tensor& t, ScalarType expected, const char* op, const char* what);
+
+}  // namespace strata::nn_detail

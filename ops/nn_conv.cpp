@@ -1,0 +1,186 @@
+// 2-D convolution: conv2d and the two ops of its backward, conv2d_backward_input and
+// conv2d_backward_weight (kernels in kernels/cpu/conv.cpp).
+#include "dispatcher/library.h"
+#include "kernels/cpu/conv.h"
+#include "ops/nn_common.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata::nn {
+namespace {
+
+using nn_detail::check_floating;
+using nn_detail::check_same_dtype;
+using nn_detail::contiguous;
+using nn_detail::expand_pair;
+
+using Conv2dSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef,
+                         IntArrayRef, IntArrayRef, int64_t);
+using BackwardInputSig = Tensor(const Tensor&, IntArrayRef, const Tensor&, IntArrayRef, IntArrayRef,
+                                IntArrayRef, int64_t);
+using BackwardWeightSig = Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef,
+                                 IntArrayRef, IntArrayRef, int64_t);
+
+// Checks what the three ops share and works out the output size.
+cpu::Conv2dGeometry conv_geometry(IntArrayRef input_sizes, IntArrayRef weight_sizes,
+                                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                  int64_t groups, const char* op) {
+  STRATA_CHECK(input_sizes.size() == 4, op, "expected a 4-D input [N, C, H, W], got shape ",
+               shape_string(input_sizes));
+  STRATA_CHECK(weight_sizes.size() == 4, op,
+               "expected a 4-D weight [O, C / groups, kH, kW], got shape ",
+               shape_string(weight_sizes));
+  const auto [stride_h, stride_w] = expand_pair(stride, op, "stride");
+  const auto [pad_h, pad_w] = expand_pair(padding, op, "padding");
+  const auto [dilation_h, dilation_w] = expand_pair(dilation, op, "dilation");
+  STRATA_CHECK(stride_h > 0 && stride_w > 0, op, "stride must be positive, got ",
+               shape_string(stride));
+  STRATA_CHECK(pad_h >= 0 && pad_w >= 0, op, "padding must be non-negative, got ",
+               shape_string(padding));
+  STRATA_CHECK(dilation_h > 0 && dilation_w > 0, op, "dilation must be positive, got ",
+               shape_string(dilation));
+  STRATA_CHECK(groups > 0, op, "groups must be positive, got ", groups);
+
+  const int64_t channels = input_sizes[1], out_channels = weight_sizes[0];
+  STRATA_CHECK(channels % groups == 0, op, "input channels (", channels, ", input shape ",
+               shape_string(input_sizes), ") are not divisible by groups = ", groups);
+  STRATA_CHECK(out_channels % groups == 0, op, "output channels (", out_channels, ", weight shape ",
+               shape_string(weight_sizes), ") are not divisible by groups = ", groups);
+  STRATA_CHECK(weight_sizes[1] * groups == channels, op, "input of shape ",
+               shape_string(input_sizes), " has ", channels, " channels but weight of shape ",
+               shape_string(weight_sizes), " with groups = ", groups,
+               " expects weight.size(1) * groups = ", weight_sizes[1] * groups);
+
+  const int64_t kernel_h = weight_sizes[2], kernel_w = weight_sizes[3];
+  STRATA_CHECK(kernel_h > 0 && kernel_w > 0, op, "kernel size must be positive, weight shape ",
+               shape_string(weight_sizes));
+  const int64_t span_h = dilation_h * (kernel_h - 1) + 1, span_w = dilation_w * (kernel_w - 1) + 1;
+  const int64_t padded_h = input_sizes[2] + 2 * pad_h, padded_w = input_sizes[3] + 2 * pad_w;
+  STRATA_CHECK(span_h <= padded_h && span_w <= padded_w, op, "kernel of size ", span_h, "x", span_w,
+               " (with dilation ", shape_string(dilation), ") is larger than the padded input ",
+               padded_h, "x", padded_w, " (input shape ", shape_string(input_sizes), ", padding ",
+               shape_string(padding), ")");
+
+  cpu::Conv2dGeometry g;
+  g.batch = input_sizes[0];
+  g.in_channels = channels;
+  g.in_h = input_sizes[2];
+  g.in_w = input_sizes[3];
+  g.out_channels = out_channels;
+  g.out_h = (padded_h - span_h) / stride_h + 1;
+  g.out_w = (padded_w - span_w) / stride_w + 1;
+  g.kernel_h = kernel_h;
+  g.kernel_w = kernel_w;
+  g.stride_h = stride_h;
+  g.stride_w = stride_w;
+  g.pad_h = pad_h;
+  g.pad_w = pad_w;
+  g.dilation_h = dilation_h;
+  g.dilation_w = dilation_w;
+  g.groups = groups;
+  return g;
+}
+
+void check_grad_output(const Tensor& grad_output, const cpu::Conv2dGeometry& g, ScalarType dtype,
+                       const char* op) {
+  check_same_dtype(grad_output, dtype, op, "grad_output");
+  const std::vector<int64_t> expected{g.batch, g.out_channels, g.out_h, g.out_w};
+  STRATA_CHECK(grad_output.sizes() == IntArrayRef(expected), op, "grad_output has shape ",
+               shape_string(grad_output.sizes()), " but the convolution's output has shape ",
+               shape_string(expected));
+}
+
+Tensor conv2d_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  constexpr const char* op = "strata::conv2d";
+  const cpu::Conv2dGeometry g =
+      conv_geometry(input.sizes(), weight.sizes(), stride, padding, dilation, groups, op);
+  check_floating(input, op, "input");
+  check_same_dtype(weight, input.dtype(), op, "weight");
+  if (bias) {
+    check_same_dtype(*bias, input.dtype(), op, "bias");
+    STRATA_CHECK(bias->dim() == 1 && bias->sizes()[0] == g.out_channels, op, "bias has shape ",
+                 shape_string(bias->sizes()), ", expected [", g.out_channels, "]");
+  }
+  Tensor out = make_empty_tensor({g.batch, g.out_channels, g.out_h, g.out_w}, input.dtype(),
+                                 input.device(), op);
+  const std::optional<Tensor> bias_data = contiguous(bias);
+  cpu::conv2d_forward_kernel(out, contiguous(input), contiguous(weight),
+                             bias_data ? &*bias_data : nullptr, g);
+  return out;
+}
+
+Tensor conv2d_backward_input_cpu(const Tensor& grad_output, IntArrayRef input_sizes,
+                                 const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
+                                 IntArrayRef dilation, int64_t groups) {
+  constexpr const char* op = "strata::conv2d_backward_input";
+  const cpu::Conv2dGeometry g =
+      conv_geometry(input_sizes, weight.sizes(), stride, padding, dilation, groups, op);
+  check_floating(weight, op, "weight");
+  check_grad_output(grad_output, g, weight.dtype(), op);
+  Tensor grad_input = make_empty_tensor(input_sizes, weight.dtype(), weight.device(), op);
+  cpu::conv2d_backward_input_kernel(grad_input, contiguous(grad_output), contiguous(weight), g);
+  return grad_input;
+}
+
+Tensor conv2d_backward_weight_cpu(const Tensor& grad_output, const Tensor& input,
+                                  IntArrayRef weight_sizes, IntArrayRef stride, IntArrayRef padding,
+                                  IntArrayRef dilation, int64_t groups) {
+  constexpr const char* op = "strata::conv2d_backward_weight";
+  const cpu::Conv2dGeometry g =
+      conv_geometry(input.sizes(), weight_sizes, stride, padding, dilation, groups, op);
+  check_floating(input, op, "input");
+  check_grad_output(grad_output, g, input.dtype(), op);
+  Tensor grad_weight = make_empty_tensor(weight_sizes, input.dtype(), input.device(), op);
+  cpu::conv2d_backward_weight_kernel(grad_weight, contiguous(grad_output), contiguous(input), g);
+  return grad_weight;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def(
+      "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, "
+      "int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor");
+  m.def(
+      "conv2d_backward_input(Tensor grad_output, int[4] input_sizes, Tensor weight, "
+      "int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor");
+  m.def(
+      "conv2d_backward_weight(Tensor grad_output, Tensor input, int[4] weight_sizes, "
+      "int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("conv2d", &conv2d_cpu);
+  m.impl("conv2d_backward_input", &conv2d_backward_input_cpu);
+  m.impl("conv2d_backward_weight", &conv2d_backward_weight_cpu);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  return STRATA_OP("strata::conv2d", "", Conv2dSig)
+      .call(input, weight, bias, stride, padding, dilation, groups);
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              int64_t stride, int64_t padding) {
+  return conv2d(input, weight, bias, IntArrayRef(stride), IntArrayRef(padding));
+}
+
+Tensor conv2d_backward_input(const Tensor& grad_output, IntArrayRef input_sizes,
+                             const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
+                             IntArrayRef dilation, int64_t groups) {
+  return STRATA_OP("strata::conv2d_backward_input", "", BackwardInputSig)
+      .call(grad_output, input_sizes, weight, stride, padding, dilation, groups);
+}
+
+Tensor conv2d_backward_weight(const Tensor& grad_output, const Tensor& input,
+                              IntArrayRef weight_sizes, IntArrayRef stride, IntArrayRef padding,
+                              IntArrayRef dilation, int64_t groups) {
+  return STRATA_OP("strata::conv2d_backward_weight", "", BackwardWeightSig)
+      .call(grad_output, input, weight_sizes, stride, padding, dilation, groups);
+}
+
+}  // namespace strata::nn

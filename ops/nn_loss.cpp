@@ -1,0 +1,121 @@
+// Losses: nll_loss and mse_loss (kernels in kernels/cpu/loss.cpp), and cross_entropy
+// as log_softmax followed by nll_loss.
+#include "dispatcher/library.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/loss.h"
+#include "ops/nn_common.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata::nn {
+namespace {
+
+using nn_detail::check_floating;
+using nn_detail::check_same_dtype;
+using nn_detail::contiguous;
+
+using NllLossSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t,
+                          int64_t);
+using LossSig = Tensor(const Tensor&, const Tensor&, int64_t);
+
+void check_reduction(int64_t reduction, const char* op) {
+  STRATA_CHECK(reduction >= 0 && reduction <= 2, op, "reduction must be 0 (none), 1 (mean) or ",
+               "2 (sum), got ", reduction);
+}
+
+Tensor nll_loss_cpu(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
+                    int64_t reduction, int64_t ignore_index) {
+  constexpr const char* op = "strata::nll_loss";
+  check_reduction(reduction, op);
+  check_floating(input, op, "input");
+  STRATA_CHECK(target.dtype() == kInt64, op, "target must hold Int64 class indices, got a ",
+               target.dtype(), " tensor");
+  STRATA_CHECK(input.dim() == 1 || input.dim() == 2, op,
+               "expected input [N, C] or [C] of log-probabilities, got shape ",
+               shape_string(input.sizes()));
+  const bool batched = input.dim() == 2;
+  STRATA_CHECK(
+      batched ? target.dim() == 1 && target.sizes()[0] == input.sizes()[0] : target.dim() == 0, op,
+      "target of shape ", shape_string(target.sizes()), " does not match input of shape ",
+      shape_string(input.sizes()), " (expected ", batched ? shape_string({input.sizes()[0]}) : "[]",
+      ")");
+  const int64_t classes = input.sizes().back();
+  if (weight) {
+    check_same_dtype(*weight, input.dtype(), op, "weight");
+    STRATA_CHECK(weight->dim() == 1 && weight->sizes()[0] == classes, op, "weight has shape ",
+                 shape_string(weight->sizes()), ", expected [", classes, "]");
+  }
+  const DimVector out_sizes = reduction == 0 ? DimVector(target.sizes()) : DimVector();
+  Tensor out = make_empty_tensor(out_sizes, input.dtype(), input.device(), op);
+  const std::optional<Tensor> weight_data = contiguous(weight);
+  cpu::nll_loss_kernel(out, contiguous(input), contiguous(target),
+                       weight_data ? &*weight_data : nullptr, reduction, ignore_index);
+  return out;
+}
+
+Tensor cross_entropy_composite(const Tensor& logits, const Tensor& target, int64_t reduction) {
+  STRATA_CHECK(logits.dim() == 1 || logits.dim() == 2, "strata::cross_entropy",
+               "expected logits [N, C] or [C], got shape ", shape_string(logits.sizes()));
+  return nll_loss(log_softmax(logits, logits.dim() - 1), target, std::nullopt,
+                  static_cast<Reduction>(reduction));
+}
+
+// t converted to dtype, or t itself when it already has it.
+Tensor as_dtype(const Tensor& t, ScalarType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor converted = make_empty_tensor(t.sizes(), dtype, t.device(), "strata::mse_loss");
+  cpu::copy_kernel(converted, t);
+  return converted;
+}
+
+Tensor mse_loss_cpu(const Tensor& input, const Tensor& target, int64_t reduction) {
+  constexpr const char* op = "strata::mse_loss";
+  check_reduction(reduction, op);
+  const ScalarType dtype = result_type(input, target);
+  STRATA_CHECK(dtype == kFloat32 || dtype == kFloat64, op,
+               "expected floating-point input and target, got ", input.dtype(), " and ",
+               target.dtype());
+  const DimVector sizes = broadcast_shapes(input.sizes(), target.sizes(), op);
+  Tensor out = make_empty_tensor(reduction == 0 ? sizes : DimVector(), dtype, input.device(), op);
+  cpu::mse_loss_kernel(out, as_dtype(input, dtype), as_dtype(target, dtype), reduction);
+  return out;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def(
+      "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
+      "int ignore_index=-100) -> Tensor");
+  m.def("cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor");
+  m.def("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("nll_loss", &nll_loss_cpu);
+  m.impl("mse_loss", &mse_loss_cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
+  m.impl("cross_entropy", &cross_entropy_composite);
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
+                Reduction reduction, int64_t ignore_index) {
+  return STRATA_OP("strata::nll_loss", "", NllLossSig)
+      .call(input, target, weight, static_cast<int64_t>(reduction), ignore_index);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction) {
+  return STRATA_OP("strata::cross_entropy", "", LossSig)
+      .call(logits, target, static_cast<int64_t>(reduction));
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  return STRATA_OP("strata::mse_loss", "", LossSig)
+      .call(input, target, static_cast<int64_t>(reduction));
+}
+
+}  // namespace strata::nn

@@ -1,0 +1,155 @@
+// linear, embedding, layer_norm and dropout (kernels in kernels/cpu/linear.cpp and
+// kernels/cpu/nn_misc.cpp).
+#include "kernels/cpu/nn_misc.h"
+
+#include "dispatcher/library.h"
+#include "kernels/cpu/linear.h"
+#include "ops/nn_common.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata::nn {
+namespace {
+
+using nn_detail::check_floating;
+using nn_detail::check_same_dtype;
+using nn_detail::contiguous;
+
+using LinearSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&);
+using EmbeddingSig = Tensor(const Tensor&, const Tensor&);
+using LayerNormSig = Tensor(const Tensor&, IntArrayRef, const std::optional<Tensor>&,
+                            const std::optional<Tensor>&, double);
+using DropoutSig = Tensor(const Tensor&, double, bool, const Generator&);
+using DropoutMaskSig = Tensor(const Tensor&, double, const Generator&);
+
+// Checks that an optional parameter (bias, weight) has the input's dtype and `sizes`.
+void check_parameter(const std::optional<Tensor>& parameter, IntArrayRef sizes, ScalarType dtype,
+                     const char* op, const char* what) {
+  if (!parameter) return;
+  check_same_dtype(*parameter, dtype, op, what);
+  STRATA_CHECK(parameter->sizes() == sizes, op, what, " has shape ",
+               shape_string(parameter->sizes()), ", expected ", shape_string(sizes));
+}
+
+Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  constexpr const char* op = "strata::linear";
+  check_floating(input, op, "input");
+  check_same_dtype(weight, input.dtype(), op, "weight");
+  STRATA_CHECK(input.dim() >= 1, op, "expected an input of at least 1 dim [..., in_features]");
+  STRATA_CHECK(weight.dim() == 2, op, "expected a 2-D weight [out_features, in_features], got ",
+               "shape ", shape_string(weight.sizes()));
+  const int64_t in_features = input.sizes().back(), out_features = weight.sizes()[0];
+  STRATA_CHECK(weight.sizes()[1] == in_features, op, "input of shape ", shape_string(input.sizes()),
+               " has ", in_features, " features but weight of shape ", shape_string(weight.sizes()),
+               " expects ", weight.sizes()[1]);
+  check_parameter(bias, {out_features}, input.dtype(), op, "bias");
+  DimVector sizes(input.sizes());
+  sizes.back() = out_features;
+  Tensor out = make_empty_tensor(sizes, input.dtype(), input.device(), op);
+  const int64_t rows = out_features == 0 ? 0 : out.numel() / out_features;
+  const std::optional<Tensor> bias_data = contiguous(bias);
+  cpu::linear_kernel(out, contiguous(input), contiguous(weight), bias_data ? &*bias_data : nullptr,
+                     rows);
+  return out;
+}
+
+Tensor embedding_cpu(const Tensor& weight, const Tensor& indices) {
+  constexpr const char* op = "strata::embedding";
+  STRATA_CHECK(weight.dim() == 2, op, "expected a 2-D weight [num_embeddings, dim], got shape ",
+               shape_string(weight.sizes()));
+  STRATA_CHECK(indices.dtype() == kInt64, op, "indices must be Int64, got ", indices.dtype());
+  DimVector sizes(indices.sizes());
+  sizes.push_back(weight.sizes()[1]);
+  Tensor out = make_empty_tensor(sizes, weight.dtype(), weight.device(), op);
+  cpu::embedding_kernel(out, contiguous(weight), contiguous(indices));
+  return out;
+}
+
+Tensor layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
+                      const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                      double eps) {
+  constexpr const char* op = "strata::layer_norm";
+  check_floating(input, op, "input");
+  const int64_t leading = input.dim() - static_cast<int64_t>(normalized_shape.size());
+  bool matches = !normalized_shape.empty() && leading >= 0;
+  for (size_t i = 0; matches && i < normalized_shape.size(); ++i) {
+    matches = input.sizes()[leading + i] == normalized_shape[i];
+  }
+  STRATA_CHECK(matches, op, "normalized_shape ", shape_string(normalized_shape),
+               " does not match the trailing dims of input of shape ", shape_string(input.sizes()));
+  check_parameter(weight, normalized_shape, input.dtype(), op, "weight");
+  check_parameter(bias, normalized_shape, input.dtype(), op, "bias");
+  int64_t rows = 1;
+  for (int64_t d = 0; d < leading; ++d) rows *= input.sizes()[d];
+  Tensor out = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
+  const std::optional<Tensor> weight_data = contiguous(weight), bias_data = contiguous(bias);
+  cpu::layer_norm_kernel(out, contiguous(input), weight_data ? &*weight_data : nullptr,
+                         bias_data ? &*bias_data : nullptr, rows, eps);
+  return out;
+}
+
+void check_probability(double p, const char* op) {
+  STRATA_CHECK(p >= 0 && p <= 1, op, "dropout probability must be in [0, 1], got ", p);
+}
+
+Tensor dropout_mask_cpu(const Tensor& input, double p, const Generator& gen) {
+  constexpr const char* op = "strata::dropout_mask";
+  check_floating(input, op, "input");
+  check_probability(p, op);
+  Tensor mask = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
+  const uint64_t first = gen.reserve(static_cast<uint64_t>(mask.numel()));
+  cpu::dropout_mask_kernel(mask, p, gen.seed(), first);
+  return mask;
+}
+
+// In evaluation (or with p = 0) dropout is the identity and returns the input itself.
+Tensor dropout_composite(const Tensor& input, double p, bool train, const Generator& gen) {
+  check_probability(p, "strata::dropout");
+  if (!train || p == 0) return input;
+  return input * STRATA_OP("strata::dropout_mask", "", DropoutMaskSig).call(input, p, gen);
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+  m.def("embedding(Tensor weight, Tensor indices) -> Tensor");
+  m.def(
+      "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
+      "Tensor? bias=None, float eps=1e-05) -> Tensor");
+  // Zeros with probability p, else 1 / (1 - p): the factor dropout multiplies by.
+  m.def("dropout_mask(Tensor self, float p, Generator generator) -> Tensor");
+  m.def("dropout(Tensor input, float p, bool train, Generator generator) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("linear", &linear_cpu);
+  m.impl("embedding", &embedding_cpu);
+  m.impl("layer_norm", &layer_norm_cpu);
+  m.impl("dropout_mask", &dropout_mask_cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("dropout", &dropout_composite); }
+
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  return STRATA_OP("strata::linear", "", LinearSig).call(input, weight, bias);
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  return STRATA_OP("strata::embedding", "", EmbeddingSig).call(weight, indices);
+}
+
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape,
+                  const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                  double eps) {
+  return STRATA_OP("strata::layer_norm", "", LayerNormSig)
+      .call(input, normalized_shape, weight, bias, eps);
+}
+
+Tensor dropout(const Tensor& input, double p, bool train, const Generator& gen) {
+  return STRATA_OP("strata::dropout", "", DropoutSig).call(input, p, train, gen);
+}
+
+}  // namespace strata::nn

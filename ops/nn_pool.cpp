@@ -1,0 +1,216 @@
+// 2-D pooling: max_pool2d_with_indices, max_pool2d, avg_pool2d and their backward ops
+// (kernels in kernels/cpu/pool.cpp).
+#include "dispatcher/library.h"
+#include "kernels/cpu/pool.h"
+#include "ops/nn_common.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata::nn {
+namespace {
+
+using nn_detail::check_floating;
+using nn_detail::check_same_dtype;
+using nn_detail::contiguous;
+using nn_detail::expand_pair;
+
+using MaxPoolSig = Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef);
+using MaxPoolWithIndicesSig = std::tuple<Tensor, Tensor>(const Tensor&, IntArrayRef, IntArrayRef,
+                                                         IntArrayRef, IntArrayRef);
+using MaxPoolBackwardSig = Tensor(const Tensor&, const Tensor&, const Tensor&);
+using AvgPoolSig = Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef);
+using AvgPoolBackwardSig = Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef,
+                                  IntArrayRef);
+
+// Checks the input and pooling parameters; an empty stride means the kernel size.
+cpu::Pool2dGeometry pool_geometry(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                                  IntArrayRef padding, IntArrayRef dilation, const char* op) {
+  STRATA_CHECK(input.dim() == 3 || input.dim() == 4, op,
+               "expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
+               shape_string(input.sizes()));
+  check_floating(input, op, "input");
+  const auto [kernel_h, kernel_w] = expand_pair(kernel_size, op, "kernel_size");
+  const auto [stride_h, stride_w] =
+      stride.empty() ? std::array{kernel_h, kernel_w} : expand_pair(stride, op, "stride");
+  const auto [pad_h, pad_w] = expand_pair(padding, op, "padding");
+  const auto [dilation_h, dilation_w] = expand_pair(dilation, op, "dilation");
+  STRATA_CHECK(kernel_h > 0 && kernel_w > 0, op, "kernel_size must be positive, got ",
+               shape_string(kernel_size));
+  STRATA_CHECK(stride_h > 0 && stride_w > 0, op, "stride must be positive, got ",
+               shape_string(stride));
+  STRATA_CHECK(dilation_h > 0 && dilation_w > 0, op, "dilation must be positive, got ",
+               shape_string(dilation));
+  // So that every window holds at least one pixel of the image.
+  STRATA_CHECK(pad_h >= 0 && pad_w >= 0 && pad_h <= kernel_h / 2 && pad_w <= kernel_w / 2, op,
+               "padding ", shape_string(padding), " must be between 0 and half the kernel size ",
+               kernel_h, "x", kernel_w);
+  const int64_t in_h = input.sizes()[input.dim() - 2], in_w = input.sizes()[input.dim() - 1];
+  STRATA_CHECK(in_h > 0 && in_w > 0, op, "input of shape ", shape_string(input.sizes()),
+               " has an empty spatial dim");
+  const int64_t span_h = dilation_h * (kernel_h - 1) + 1, span_w = dilation_w * (kernel_w - 1) + 1;
+  const int64_t padded_h = in_h + 2 * pad_h, padded_w = in_w + 2 * pad_w;
+  STRATA_CHECK(span_h <= padded_h && span_w <= padded_w, op, "kernel of size ", span_h, "x", span_w,
+               " (with dilation ", shape_string(dilation), ") is larger than the padded input ",
+               padded_h, "x", padded_w, " (input shape ", shape_string(input.sizes()), ", padding ",
+               shape_string(padding), ")");
+  cpu::Pool2dGeometry g;
+  g.planes = input.numel() / (in_h * in_w);
+  g.in_h = in_h;
+  g.in_w = in_w;
+  g.out_h = (padded_h - span_h) / stride_h + 1;
+  g.out_w = (padded_w - span_w) / stride_w + 1;
+  g.kernel_h = kernel_h;
+  g.kernel_w = kernel_w;
+  g.stride_h = stride_h;
+  g.stride_w = stride_w;
+  g.pad_h = pad_h;
+  g.pad_w = pad_w;
+  g.dilation_h = dilation_h;
+  g.dilation_w = dilation_w;
+  return g;
+}
+
+// The input's shape with the spatial dims replaced by the output's.
+DimVector pooled_sizes(const Tensor& input, const cpu::Pool2dGeometry& g) {
+  DimVector sizes(input.sizes());
+  sizes[sizes.size() - 2] = g.out_h;
+  sizes[sizes.size() - 1] = g.out_w;
+  return sizes;
+}
+
+void check_grad_output(const Tensor& grad_output, const Tensor& input, IntArrayRef expected,
+                       const char* op) {
+  check_same_dtype(grad_output, input.dtype(), op, "grad_output");
+  STRATA_CHECK(grad_output.sizes() == expected, op, "grad_output has shape ",
+               shape_string(grad_output.sizes()), " but the pooled output of an input of shape ",
+               shape_string(input.sizes()), " has shape ", shape_string(expected));
+}
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& input, IntArrayRef kernel_size,
+                                                       IntArrayRef stride, IntArrayRef padding,
+                                                       IntArrayRef dilation) {
+  constexpr const char* op = "strata::max_pool2d_with_indices";
+  const cpu::Pool2dGeometry g = pool_geometry(input, kernel_size, stride, padding, dilation, op);
+  const DimVector sizes = pooled_sizes(input, g);
+  Tensor values = make_empty_tensor(sizes, input.dtype(), input.device(), op);
+  Tensor indices = make_empty_tensor(sizes, kInt64, input.device(), op);
+  cpu::max_pool2d_kernel(values, indices, contiguous(input), g);
+  return {values, indices};
+}
+
+Tensor max_pool2d_composite(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                            IntArrayRef padding, IntArrayRef dilation) {
+  return std::get<0>(max_pool2d_with_indices(input, kernel_size, stride, padding, dilation));
+}
+
+Tensor max_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& input,
+                               const Tensor& indices) {
+  constexpr const char* op = "strata::max_pool2d_backward";
+  STRATA_CHECK(input.dim() == 3 || input.dim() == 4, op,
+               "expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
+               shape_string(input.sizes()));
+  check_floating(input, op, "input");
+  STRATA_CHECK(indices.dtype() == kInt64, op, "indices must be Int64, got ", indices.dtype());
+  STRATA_CHECK(indices.dim() == input.dim(), op, "indices of shape ", shape_string(indices.sizes()),
+               " do not match the input of shape ", shape_string(input.sizes()));
+  for (int64_t d = 0; d + 2 < input.dim(); ++d) {
+    STRATA_CHECK(indices.sizes()[d] == input.sizes()[d], op, "indices of shape ",
+                 shape_string(indices.sizes()), " do not match the input of shape ",
+                 shape_string(input.sizes()));
+  }
+  check_grad_output(grad_output, input, indices.sizes(), op);
+  cpu::Pool2dGeometry g{};
+  g.in_h = input.sizes()[input.dim() - 2];
+  g.in_w = input.sizes()[input.dim() - 1];
+  g.out_h = indices.sizes()[indices.dim() - 2];
+  g.out_w = indices.sizes()[indices.dim() - 1];
+  g.planes = g.in_h * g.in_w == 0 ? 0 : input.numel() / (g.in_h * g.in_w);
+  Tensor grad_input = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
+  cpu::max_pool2d_backward_kernel(grad_input, contiguous(grad_output), contiguous(indices), g);
+  return grad_input;
+}
+
+Tensor avg_pool2d_cpu(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                      IntArrayRef padding) {
+  constexpr const char* op = "strata::avg_pool2d";
+  const cpu::Pool2dGeometry g = pool_geometry(input, kernel_size, stride, padding, {1}, op);
+  Tensor out = make_empty_tensor(pooled_sizes(input, g), input.dtype(), input.device(), op);
+  cpu::avg_pool2d_kernel(out, contiguous(input), g);
+  return out;
+}
+
+Tensor avg_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& input,
+                               IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding) {
+  constexpr const char* op = "strata::avg_pool2d_backward";
+  const cpu::Pool2dGeometry g = pool_geometry(input, kernel_size, stride, padding, {1}, op);
+  check_grad_output(grad_output, input, pooled_sizes(input, g), op);
+  Tensor grad_input = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
+  cpu::avg_pool2d_backward_kernel(grad_input, contiguous(grad_output), g);
+  return grad_input;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def(
+      "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
+      "int[2] padding=0, int[2] dilation=1) -> (Tensor, Tensor)");
+  m.def(
+      "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+      "int[2] dilation=1) -> Tensor");
+  m.def("max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor");
+  m.def(
+      "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0) -> "
+      "Tensor");
+  m.def(
+      "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, "
+      "int[2] stride, int[2] padding) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("max_pool2d_with_indices", &max_pool2d_with_indices_cpu);
+  m.impl("max_pool2d_backward", &max_pool2d_backward_cpu);
+  m.impl("avg_pool2d", &avg_pool2d_cpu);
+  m.impl("avg_pool2d_backward", &avg_pool2d_backward_cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
+  m.impl("max_pool2d", &max_pool2d_composite);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
+                                                   IntArrayRef stride, IntArrayRef padding,
+                                                   IntArrayRef dilation) {
+  return STRATA_OP("strata::max_pool2d_with_indices", "", MaxPoolWithIndicesSig)
+      .call(input, kernel_size, stride, padding, dilation);
+}
+
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                  IntArrayRef padding, IntArrayRef dilation) {
+  return STRATA_OP("strata::max_pool2d", "", MaxPoolSig)
+      .call(input, kernel_size, stride, padding, dilation);
+}
+
+Tensor max_pool2d(const Tensor& input, int64_t kernel_size) {
+  return max_pool2d(input, IntArrayRef(kernel_size));
+}
+
+Tensor max_pool2d_backward(const Tensor& grad_output, const Tensor& input, const Tensor& indices) {
+  return STRATA_OP("strata::max_pool2d_backward", "", MaxPoolBackwardSig)
+      .call(grad_output, input, indices);
+}
+
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                  IntArrayRef padding) {
+  return STRATA_OP("strata::avg_pool2d", "", AvgPoolSig).call(input, kernel_size, stride, padding);
+}
+
+Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
+                           IntArrayRef stride, IntArrayRef padding) {
+  return STRATA_OP("strata::avg_pool2d_backward", "", AvgPoolBackwardSig)
+      .call(grad_output, input, kernel_size, stride, padding);
+}
+
+}  // namespace strata::nn

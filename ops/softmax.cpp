@@ -1,0 +1,100 @@
+// softmax and log_softmax over one dim, and their backward ops (kernels in
+// kernels/cpu/softmax.cpp).
+#include "kernels/cpu/softmax.h"
+
+#include "dispatcher/library.h"
+#include "ops/nn_common.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata {
+namespace {
+
+using nn_detail::check_floating;
+using nn_detail::check_same_dtype;
+using nn_detail::contiguous;
+
+using SoftmaxSig = Tensor(const Tensor&, int64_t);
+using SoftmaxBackwardSig = Tensor(const Tensor&, const Tensor&, int64_t);
+
+// The [outer, dim_size, inner] view of t around `dim`; a 0-dim tensor is one element.
+cpu::SoftmaxShape softmax_shape(const Tensor& t, int64_t dim, const char* op) {
+  const int64_t d = wrap_dim(dim, t.dim(), op);
+  cpu::SoftmaxShape s{1, 1, 1};
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    const int64_t size = t.sizes()[i];
+    if (i < d) s.outer *= size;
+    if (i == d) s.dim_size = size;
+    if (i > d) s.inner *= size;
+  }
+  return s;
+}
+
+template <bool kLog>
+Tensor softmax_cpu(const Tensor& input, int64_t dim) {
+  constexpr const char* op = kLog ? "strata::log_softmax" : "strata::softmax";
+  check_floating(input, op, "input");
+  const cpu::SoftmaxShape s = softmax_shape(input, dim, op);
+  Tensor out = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
+  cpu::softmax_kernel(out, contiguous(input), s, kLog);
+  return out;
+}
+
+template <bool kLog>
+Tensor softmax_backward_cpu(const Tensor& grad_output, const Tensor& output, int64_t dim) {
+  constexpr const char* op = kLog ? "strata::log_softmax_backward" : "strata::softmax_backward";
+  check_floating(output, op, "output");
+  check_same_dtype(grad_output, output.dtype(), op, "grad_output");
+  STRATA_CHECK(grad_output.sizes() == output.sizes(), op, "grad_output has shape ",
+               shape_string(grad_output.sizes()), " but output has shape ",
+               shape_string(output.sizes()));
+  const cpu::SoftmaxShape s = softmax_shape(output, dim, op);
+  Tensor grad_input = make_empty_tensor(output.sizes(), output.dtype(), output.device(), op);
+  cpu::softmax_backward_kernel(grad_input, contiguous(grad_output), contiguous(output), s, kLog);
+  return grad_input;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("softmax(Tensor self, int dim) -> Tensor");
+  m.def("log_softmax(Tensor self, int dim) -> Tensor");
+  m.def("softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor");
+  m.def("log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("softmax", &softmax_cpu<false>);
+  m.impl("log_softmax", &softmax_cpu<true>);
+  m.impl("softmax_backward", &softmax_backward_cpu<false>);
+  m.impl("log_softmax_backward", &softmax_backward_cpu<true>);
+}
+
+}  // namespace
+
+namespace nn {
+
+Tensor softmax(const Tensor& input, int64_t dim) {
+  return STRATA_OP("strata::softmax", "", SoftmaxSig).call(input, dim);
+}
+
+Tensor log_softmax(const Tensor& input, int64_t dim) {
+  return STRATA_OP("strata::log_softmax", "", SoftmaxSig).call(input, dim);
+}
+
+Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim) {
+  return STRATA_OP("strata::softmax_backward", "", SoftmaxBackwardSig)
+      .call(grad_output, output, dim);
+}
+
+Tensor log_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim) {
+  return STRATA_OP("strata::log_softmax_backward", "", SoftmaxBackwardSig)
+      .call(grad_output, output, dim);
+}
+
+}  // namespace nn
+
+Tensor Tensor::softmax(int64_t dim) const { return nn::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return nn::log_softmax(*this, dim); }
+
+}  // namespace strata
