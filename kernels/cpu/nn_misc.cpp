@@ -9,24 +9,16 @@
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/error.h"
+#include "tensor/philox.h"
 #include "tensor/tensor.h"
 
 namespace strata::cpu {
 namespace {
 
-// SplitMix64's finalizer: a bijection of 64-bit words that mixes every input bit
-// into every output bit.
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-// A uniform double in [0, 1) that is a pure function of (seed, counter): see
-// Note [Counter-based random numbers] in tensor/generator.h.
+// A uniform double in [0, 1) that is a pure function of (seed, counter): Philox,
+// see Note [Counter-based random numbers] in tensor/generator.h.
 double uniform(uint64_t seed, uint64_t counter) {
-  const uint64_t bits = mix64(mix64(seed) + counter * 0x9E3779B97F4A7C15ULL);
-  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+  return philox::uniform<double>(philox::random_words(seed, counter));
 }
 
 template <class T>
