@@ -61,8 +61,9 @@ void check_nonempty_groups(const Tensor& self, const Reduction& r, IntArrayRef d
 }
 
 void check_floating(const Tensor& self, const char* op) {
-  STRATA_CHECK(is_floating_point(self.dtype()), op, "expected a floating-point input, got a ",
-               self.dtype(), " tensor of shape ", shape_string(self.sizes()),
+  STRATA_CHECK(is_floating_point(self.dtype()), op,
+               "expected a floating-point input, got a tensor of dtype ", self.dtype(),
+               " and shape ", shape_string(self.sizes()),
                " (convert it first, e.g. x.to(kFloat32))");
 }
 

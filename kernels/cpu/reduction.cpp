@@ -49,8 +49,12 @@ ReductionGeometry make_reduction_geometry(const Tensor& self, DimMask reduced,
       const int64_t stride = self.strides()[d];
       return stride == 0 ? std::numeric_limits<int64_t>::max() : std::abs(stride);
     };
-    std::stable_sort(group_dims.begin(), group_dims.end(),
-                     [&](int64_t a, int64_t b) { return order_key(a) > order_key(b); });
+    // Insertion sort: stable, and without std::stable_sort's scratch allocation.
+    for (size_t i = 1; i < group_dims.size(); ++i) {
+      for (size_t j = i; j > 0 && order_key(group_dims[j - 1]) < order_key(group_dims[j]); --j) {
+        std::swap(group_dims[j - 1], group_dims[j]);
+      }
+    }
   }
   for (int64_t d : group_dims) {
     append_merged(g.group_sizes, g.group_strides, self.sizes()[d], self.strides()[d]);

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/reduction.h"
@@ -27,8 +28,9 @@ namespace strata::cpu::reduction_detail {
 //    expanded, transposed inputs) by its scalar `step`, reading in place.
 //  - columns: when the innermost kept dim is contiguous and the group is not, a
 //    block of up to kColumnWidth output elements accumulates whole input rows at a
-//    time (acc[j] = step(acc[j], row[j])), which the compiler vectorises along the
-//    kept dim: the reduction over outer dims reads memory in order.
+//    time (acc[j] = step(acc[j], row[j]), four rows per pass), which the compiler
+//    vectorises along the kept dim: the reduction over outer dims reads memory in
+//    long runs.
 // Work is split over output elements (or column blocks) above kElementwiseGrain;
 // when there are few of them but long groups, each group is also cut into blocks
 // folded in parallel and combined in order. The blocks depend only on the shape,
@@ -48,7 +50,9 @@ struct ReductionGeometry {
 ReductionGeometry make_reduction_geometry(const Tensor& self, DimMask reduced,
                                           bool keep_group_order);
 
-inline constexpr int64_t kColumnWidth = 256;
+// Widest block of kept columns folded together: wide blocks read the input in
+// long contiguous runs, which matters more than a small accumulator.
+inline constexpr int64_t kColumnWidth = 4096;
 // Enough tasks to keep a many-core machine busy when groups are split.
 inline constexpr int64_t kTargetTasks = 64;
 
@@ -92,8 +96,8 @@ inline int64_t group_blocks(int64_t base_tasks, int64_t group_numel, int64_t wid
   return std::clamp(ceil_div(kTargetTasks, base_tasks), int64_t{1}, group_numel / min_block);
 }
 
-// Per-block results of split groups, written from several threads (so never a
-// std::vector<bool>).
+// Scratch accumulators: never a std::vector<bool>, whose elements share bytes and so
+// cannot be written from several threads.
 template <class Acc>
 std::unique_ptr<Acc[]> partial_buffer(int64_t n) {
   return std::unique_ptr<Acc[]>(new Acc[static_cast<size_t>(n)]);
@@ -156,13 +160,29 @@ void reduce_rows(const R& r, const typename R::In* in, const ReductionGeometry& 
 
 // Folds group positions [begin, end) into acc[0, width) for the output elements
 // o0 .. o0 + width - 1, whose inputs start at `base` and lie next to each other.
+// Four input rows per pass over acc: a quarter of the accumulator traffic.
 template <class R>
 void fold_columns(const R& r, typename R::Acc* acc, const typename R::In* base, int64_t width,
                   int64_t o0, const ReductionGeometry& g, int64_t begin, int64_t end) {
+  using In = typename R::In;
   for (int64_t j = 0; j < width; ++j) acc[j] = r.identity();
   StridedCursor rows(g.group_sizes, g.group_strides, g.group_sizes.size(), begin);
-  for (int64_t pos = begin; pos < end; ++pos, rows.advance()) {
-    const typename R::In* row = base + rows.offset();
+  int64_t pos = begin;
+  for (; pos + 4 <= end; pos += 4) {
+    std::array<const In*, 4> row;
+    for (const In*& p : row) {
+      p = base + rows.offset();
+      rows.advance();
+    }
+    for (int64_t j = 0; j < width; ++j) {
+      const double c = r.center(o0 + j);
+      typename R::Acc a = acc[j];
+      for (int k = 0; k < 4; ++k) a = r.step(a, row[k][j], pos + k, c);
+      acc[j] = a;
+    }
+  }
+  for (; pos < end; ++pos, rows.advance()) {
+    const In* row = base + rows.offset();
     for (int64_t j = 0; j < width; ++j) acc[j] = r.step(acc[j], row[j], pos, r.center(o0 + j));
   }
 }
@@ -172,52 +192,52 @@ void reduce_columns(const R& r, const typename R::In* in, const ReductionGeometr
   using Acc = typename R::Acc;
   const size_t outer_rank = g.out_sizes.size() - 1;
   const int64_t inner = g.out_sizes.back();
-  const int64_t chunks = ceil_div(inner, kColumnWidth);
+  const int64_t width = std::min(inner, kColumnWidth);
+  const int64_t chunks = ceil_div(inner, width);
   const int64_t base_tasks = g.out_numel / inner * chunks;
-  const int64_t blocks = group_blocks(base_tasks, g.group_numel, std::min(inner, kColumnWidth));
+  const int64_t blocks = group_blocks(base_tasks, g.group_numel, width);
   const int64_t block = ceil_div(g.group_numel, blocks);
-  // Task t folds block t % blocks of column chunk (t / blocks) % chunks of outer
-  // index t / (blocks * chunks).
-  auto task_geometry = [&](int64_t t, int64_t& o0, int64_t& width, const typename R::In*& base) {
-    const int64_t outer = t / (blocks * chunks), col0 = (t / blocks) % chunks * kColumnWidth;
+  // Task t folds block t % blocks of the group for column chunk c = (t / blocks) %
+  // chunks of the outer (kept) index t / (blocks * chunks).
+  auto fold_task = [&](int64_t t, Acc* acc) {
+    const int64_t outer = t / (blocks * chunks), col0 = (t / blocks) % chunks * width;
     const StridedCursor out(g.out_sizes, g.out_strides, outer_rank, outer);
-    o0 = outer * inner + col0;
-    width = std::min(kColumnWidth, inner - col0);
-    base = in + out.offset() + col0;
+    const int64_t o0 = outer * inner + col0, n = std::min(width, inner - col0);
+    const int64_t first = t % blocks * block;
+    fold_columns(r, acc, in + out.offset() + col0, n, o0, g, first,
+                 std::min(g.group_numel, first + block));
+    return std::pair{o0, n};
   };
-  const auto partial = partial_buffer<Acc>(blocks == 1 ? 0 : base_tasks * blocks * kColumnWidth);
-  const int64_t work = std::min(inner, kColumnWidth) * block;
-  parallel_for(0, base_tasks * blocks, std::max<int64_t>(1, kElementwiseGrain / work),
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / (width * block));
+  if (blocks == 1) {
+    parallel_for(0, base_tasks, grain, [&](int64_t begin, int64_t end) {
+      const auto acc = partial_buffer<Acc>(width);
+      for (int64_t t = begin; t < end; ++t) {
+        const auto [o0, n] = fold_task(t, acc.get());
+        for (int64_t j = 0; j < n; ++j) {
+          r.finish(o0 + j, acc[j], g.group_numel, r.center(o0 + j));
+        }
+      }
+    });
+    return;
+  }
+  const auto partial = partial_buffer<Acc>(base_tasks * blocks * width);
+  parallel_for(0, base_tasks * blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) fold_task(t, partial.get() + t * width);
+  });
+  // Output element o = outer * inner + col sits at column col % width of base
+  // task outer * chunks + col / width.
+  parallel_for(0, g.out_numel, std::max<int64_t>(1, kElementwiseGrain / blocks),
                [&](int64_t begin, int64_t end) {
-                 std::array<Acc, kColumnWidth> acc;
-                 for (int64_t t = begin; t < end; ++t) {
-                   int64_t o0, width;
-                   const typename R::In* base;
-                   task_geometry(t, o0, width, base);
-                   const int64_t first = t % blocks * block;
-                   fold_columns(r, acc.data(), base, width, o0, g, first,
-                                std::min(g.group_numel, first + block));
-                   if (blocks == 1) {
-                     for (int64_t j = 0; j < width; ++j) {
-                       r.finish(o0 + j, acc[j], g.group_numel, r.center(o0 + j));
-                     }
-                   } else {
-                     std::copy_n(acc.data(), width, partial.get() + t * kColumnWidth);
-                   }
+                 for (int64_t o = begin; o < end; ++o) {
+                   const int64_t col = o % inner;
+                   const int64_t task = o / inner * chunks + col / width;
+                   const Acc* acc = partial.get() + task * blocks * width + col % width;
+                   Acc total = acc[0];
+                   for (int64_t b = 1; b < blocks; ++b) total = r.combine(total, acc[b * width]);
+                   r.finish(o, total, g.group_numel, r.center(o));
                  }
                });
-  if (blocks == 1) return;
-  for (int64_t t = 0; t < base_tasks * blocks; t += blocks) {
-    int64_t o0, width;
-    const typename R::In* base;
-    task_geometry(t, o0, width, base);
-    for (int64_t j = 0; j < width; ++j) {
-      Acc acc = partial[t * kColumnWidth + j];
-      for (int64_t b = 1; b < blocks; ++b)
-        acc = r.combine(acc, partial[(t + b) * kColumnWidth + j]);
-      r.finish(o0 + j, acc, g.group_numel, r.center(o0 + j));
-    }
-  }
 }
 
 // Runs reducer r over self (of dtype R::In) with the loop its geometry suits.
