@@ -1,0 +1,306 @@
+// Reductions: sum, mean, prod, amax/amin, max/min (with indices), argmax/argmin,
+// logsumexp, var/std and norm, over any set of dims with keepdim.
+#include "kernels/cpu/reduction.h"
+
+#include <cmath>
+#include <tuple>
+
+#include "dispatcher/library.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata {
+namespace {
+
+using cpu::DimMask;
+
+// The dims a reduction folds and the shape of its result.
+struct Reduction {
+  DimMask reduced = 0;
+  DimVector out_sizes;
+  int64_t group_numel = 1;  // input elements per output element
+};
+
+// Wraps and checks `dims` (an empty list means every dim). A 0-dim input accepts
+// dim 0 or -1 and reduces its single value.
+Reduction plan_reduction(const Tensor& self, IntArrayRef dims, bool keepdim, const char* op) {
+  const int64_t rank = self.dim();
+  STRATA_CHECK(rank <= cpu::kMaxReductionRank, op, "cannot reduce a tensor of rank ", rank,
+               " (at most ", cpu::kMaxReductionRank, " dims)");
+  DimMask named = 0;
+  for (int64_t dim : dims) {
+    const int64_t d = wrap_dim(dim, rank, op);
+    STRATA_CHECK(!(named >> d & 1), op, "dim ", d, " appears more than once in the dim list ",
+                 shape_string(dims));
+    named |= DimMask{1} << d;
+  }
+  Reduction r;
+  r.reduced = dims.empty() ? ~DimMask{0} : named;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t size = self.sizes()[d];
+    if (!(r.reduced >> d & 1)) {
+      r.out_sizes.push_back(size);
+    } else {
+      r.group_numel *= size;
+      if (keepdim) r.out_sizes.push_back(1);
+    }
+  }
+  return r;
+}
+
+// Max, min and their kin have no value for zero elements.
+void check_nonempty_groups(const Tensor& self, const Reduction& r, IntArrayRef dims,
+                           const char* op) {
+  STRATA_CHECK(r.group_numel > 0, op,
+               "cannot reduce over zero elements: the reduction has no identity (input of "
+               "shape ",
+               shape_string(self.sizes()), ", reduced dims ",
+               dims.empty() ? std::string("all") : shape_string(dims), ")");
+}
+
+void check_floating(const Tensor& self, const char* op) {
+  STRATA_CHECK(is_floating_point(self.dtype()), op,
+               "expected a floating-point input, got a tensor of dtype ", self.dtype(),
+               " and shape ", shape_string(self.sizes()),
+               " (convert it first, e.g. x.to(kFloat32))");
+}
+
+// Sums and products of Bool and Int64 tensors are Int64.
+ScalarType widened_dtype(ScalarType dtype) { return is_floating_point(dtype) ? dtype : kInt64; }
+
+template <class Kernel>
+Tensor reduce(const Tensor& self, const Reduction& r, ScalarType out_dtype, const char* op,
+              Kernel&& kernel) {
+  Tensor out = make_empty_tensor(r.out_sizes, out_dtype, self.device(), op);
+  kernel(out, self, r.reduced);
+  return out;
+}
+
+Tensor sum_dim_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  const Reduction r = plan_reduction(self, dim, keepdim, "strata::sum");
+  return reduce(self, r, widened_dtype(self.dtype()), "strata::sum", &cpu::sum_kernel);
+}
+
+Tensor sum_composite(const Tensor& self) { return self.sum({}, false); }
+
+Tensor mean_dim_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  check_floating(self, "strata::mean");
+  const Reduction r = plan_reduction(self, dim, keepdim, "strata::mean");
+  return reduce(self, r, self.dtype(), "strata::mean", &cpu::mean_kernel);
+}
+
+Tensor mean_composite(const Tensor& self) { return self.mean({}, false); }
+
+Tensor prod_cpu(const Tensor& self) {
+  const Reduction r = plan_reduction(self, {}, false, "strata::prod");
+  return reduce(self, r, widened_dtype(self.dtype()), "strata::prod", &cpu::prod_kernel);
+}
+
+Tensor prod_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+  const Reduction r = plan_reduction(self, {dim}, keepdim, "strata::prod");
+  return reduce(self, r, widened_dtype(self.dtype()), "strata::prod", &cpu::prod_kernel);
+}
+
+template <void (*kKernel)(const Tensor&, const Tensor&, DimMask), const char* kOp>
+Tensor extremum_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  const Reduction r = plan_reduction(self, dim, keepdim, kOp);
+  check_nonempty_groups(self, r, dim, kOp);
+  return reduce(self, r, self.dtype(), kOp, kKernel);
+}
+
+constexpr char kAmax[] = "strata::amax";
+constexpr char kAmin[] = "strata::amin";
+constexpr char kMax[] = "strata::max";
+constexpr char kMin[] = "strata::min";
+constexpr char kArgmax[] = "strata::argmax";
+constexpr char kArgmin[] = "strata::argmin";
+
+template <void (*kKernel)(const Tensor&, const Tensor&, DimMask), const char* kOp>
+Tensor extremum_all_cpu(const Tensor& self) {
+  return extremum_cpu<kKernel, kOp>(self, {}, false);
+}
+
+using IndexKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, DimMask);
+
+template <IndexKernel kKernel, const char* kOp>
+std::tuple<Tensor, Tensor> extremum_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+  const Reduction r = plan_reduction(self, {dim}, keepdim, kOp);
+  check_nonempty_groups(self, r, {dim}, kOp);
+  Tensor values = make_empty_tensor(r.out_sizes, self.dtype(), self.device(), kOp);
+  Tensor indices = make_empty_tensor(r.out_sizes, kInt64, self.device(), kOp);
+  kKernel(values, indices, self, r.reduced);
+  return {values, indices};
+}
+
+// With no dim, the index is into the flattened (row-major) tensor.
+template <IndexKernel kKernel, const char* kOp>
+Tensor arg_extremum_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  const std::vector<int64_t> dims = dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{};
+  const Reduction r = plan_reduction(self, dims, keepdim, kOp);
+  check_nonempty_groups(self, r, dims, kOp);
+  Tensor indices = make_empty_tensor(r.out_sizes, kInt64, self.device(), kOp);
+  kKernel(Tensor(), indices, self, r.reduced);
+  return indices;
+}
+
+Tensor logsumexp_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  check_floating(self, "strata::logsumexp");
+  const Reduction r = plan_reduction(self, dim, keepdim, "strata::logsumexp");
+  return reduce(self, r, self.dtype(), "strata::logsumexp", &cpu::logsumexp_kernel);
+}
+
+template <bool kSqrt>
+Tensor var_cpu(const Tensor& self, IntArrayRef dim, int64_t correction, bool keepdim) {
+  const char* op = kSqrt ? "strata::std" : "strata::var";
+  check_floating(self, op);
+  STRATA_CHECK(correction >= 0, op, "correction must be non-negative, got ", correction);
+  const Reduction r = plan_reduction(self, dim, keepdim, op);
+  return reduce(self, r, self.dtype(), op, [&](const Tensor& out, const Tensor& in, DimMask m) {
+    cpu::var_kernel(out, in, m, correction, kSqrt);
+  });
+}
+
+cpu::NormOrder norm_order(const Scalar& p) {
+  const double order = p.to<double>();
+  if (order == 1) return cpu::NormOrder::L1;
+  if (order == 2) return cpu::NormOrder::L2;
+  STRATA_CHECK(std::isinf(order) && order > 0, "strata::norm", "unsupported p=", p,
+               ": the supported norms are p=1, p=2 and p=inf");
+  return cpu::NormOrder::Inf;
+}
+
+Tensor norm_cpu(const Tensor& self, const Scalar& p, IntArrayRef dim, bool keepdim) {
+  check_floating(self, "strata::norm");
+  const cpu::NormOrder order = norm_order(p);
+  const Reduction r = plan_reduction(self, dim, keepdim, "strata::norm");
+  if (order == cpu::NormOrder::Inf) check_nonempty_groups(self, r, dim, "strata::norm");
+  return reduce(self, r, self.dtype(), "strata::norm",
+                [order](const Tensor& out, const Tensor& in, DimMask m) {
+                  cpu::norm_kernel(out, in, m, order);
+                });
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("sum(Tensor self) -> Tensor");
+  m.def("sum.dim_IntList(Tensor self, int[] dim, bool keepdim=False) -> Tensor");
+  m.def("mean(Tensor self) -> Tensor");
+  m.def("mean.dim(Tensor self, int[] dim, bool keepdim=False) -> Tensor");
+  m.def("prod(Tensor self) -> Tensor");
+  m.def("prod.dim_int(Tensor self, int dim, bool keepdim=False) -> Tensor");
+  m.def("amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor");
+  m.def("amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor");
+  m.def("max(Tensor self) -> Tensor");
+  m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
+  m.def("min(Tensor self) -> Tensor");
+  m.def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
+  m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
+  m.def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
+  m.def("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor");
+  m.def(
+      "var.correction(Tensor self, int[] dim=[], int correction=1, bool keepdim=False) -> Tensor");
+  m.def(
+      "std.correction(Tensor self, int[] dim=[], int correction=1, bool keepdim=False) -> Tensor");
+  m.def("norm(Tensor self, Scalar p=2, int[] dim=[], bool keepdim=False) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("sum.dim_IntList", &sum_dim_cpu);
+  m.impl("mean.dim", &mean_dim_cpu);
+  m.impl("prod", &prod_cpu);
+  m.impl("prod.dim_int", &prod_dim_cpu);
+  m.impl("amax", &extremum_cpu<&cpu::amax_kernel, kAmax>);
+  m.impl("amin", &extremum_cpu<&cpu::amin_kernel, kAmin>);
+  m.impl("max", &extremum_all_cpu<&cpu::amax_kernel, kMax>);
+  m.impl("min", &extremum_all_cpu<&cpu::amin_kernel, kMin>);
+  m.impl("max.dim", &extremum_dim_cpu<&cpu::max_with_index_kernel, kMax>);
+  m.impl("min.dim", &extremum_dim_cpu<&cpu::min_with_index_kernel, kMin>);
+  m.impl("argmax", &arg_extremum_cpu<&cpu::max_with_index_kernel, kArgmax>);
+  m.impl("argmin", &arg_extremum_cpu<&cpu::min_with_index_kernel, kArgmin>);
+  m.impl("logsumexp", &logsumexp_cpu);
+  m.impl("var.correction", &var_cpu<false>);
+  m.impl("std.correction", &var_cpu<true>);
+  m.impl("norm", &norm_cpu);
+}
+
+// sum() and mean() are the dim-list overloads over every dim, so only those need
+// derivative formulas and batching rules.
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
+  m.impl("sum", &sum_composite);
+  m.impl("mean", &mean_composite);
+}
+
+using UnarySig = Tensor(const Tensor&);
+using DimListSig = Tensor(const Tensor&, IntArrayRef, bool);
+using ExtremumDimSig = std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool);
+using ArgSig = Tensor(const Tensor&, std::optional<int64_t>, bool);
+using VarSig = Tensor(const Tensor&, IntArrayRef, int64_t, bool);
+
+}  // namespace
+
+Tensor Tensor::sum() const { return STRATA_OP("strata::sum", "", UnarySig).call(*this); }
+
+Tensor Tensor::sum(IntArrayRef dim, bool keepdim) const {
+  return STRATA_OP("strata::sum", "dim_IntList", DimListSig).call(*this, dim, keepdim);
+}
+
+Tensor Tensor::mean() const { return STRATA_OP("strata::mean", "", UnarySig).call(*this); }
+
+Tensor Tensor::mean(IntArrayRef dim, bool keepdim) const {
+  return STRATA_OP("strata::mean", "dim", DimListSig).call(*this, dim, keepdim);
+}
+
+Tensor Tensor::prod() const { return STRATA_OP("strata::prod", "", UnarySig).call(*this); }
+
+Tensor Tensor::prod(int64_t dim, bool keepdim) const {
+  return STRATA_OP("strata::prod", "dim_int", Tensor(const Tensor&, int64_t, bool))
+      .call(*this, dim, keepdim);
+}
+
+Tensor Tensor::amax(IntArrayRef dim, bool keepdim) const {
+  return STRATA_OP("strata::amax", "", DimListSig).call(*this, dim, keepdim);
+}
+
+Tensor Tensor::amin(IntArrayRef dim, bool keepdim) const {
+  return STRATA_OP("strata::amin", "", DimListSig).call(*this, dim, keepdim);
+}
+
+Tensor Tensor::max() const { return STRATA_OP("strata::max", "", UnarySig).call(*this); }
+
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return STRATA_OP("strata::max", "dim", ExtremumDimSig).call(*this, dim, keepdim);
+}
+
+Tensor Tensor::min() const { return STRATA_OP("strata::min", "", UnarySig).call(*this); }
+
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return STRATA_OP("strata::min", "dim", ExtremumDimSig).call(*this, dim, keepdim);
+}
+
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
+  return STRATA_OP("strata::argmax", "", ArgSig).call(*this, dim, keepdim);
+}
+
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+  return STRATA_OP("strata::argmin", "", ArgSig).call(*this, dim, keepdim);
+}
+
+Tensor Tensor::logsumexp(IntArrayRef dim, bool keepdim) const {
+  return STRATA_OP("strata::logsumexp", "", DimListSig).call(*this, dim, keepdim);
+}
+
+Tensor Tensor::var(IntArrayRef dim, int64_t correction, bool keepdim) const {
+  return STRATA_OP("strata::var", "correction", VarSig).call(*this, dim, correction, keepdim);
+}
+
+Tensor Tensor::std(IntArrayRef dim, int64_t correction, bool keepdim) const {
+  return STRATA_OP("strata::std", "correction", VarSig).call(*this, dim, correction, keepdim);
+}
+
+Tensor Tensor::norm(const Scalar& p, IntArrayRef dim, bool keepdim) const {
+  return STRATA_OP("strata::norm", "", Tensor(const Tensor&, const Scalar&, IntArrayRef, bool))
+      .call(*this, p, dim, keepdim);
+}
+
+}  // namespace strata

@@ -1,0 +1,76 @@
+// Numerical soundness of the reductions where a naive loop would fail: long
+// float32 sums, logsumexp of large values, variance of values far from zero, and
+// results that must not depend on the thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+#include "strata/strata.h"
+
+namespace st = strata;
+
+namespace {
+
+// 2^24 + 2^22 float32 ones: a float accumulator stops growing at 2^24.
+TEST(ReductionNumerics, LongFloat32SumIsExactForOnes) {
+  const int64_t n = (int64_t{1} << 24) + (int64_t{1} << 22);
+  const st::Tensor ones = st::ones({n}, st::kFloat32);
+  EXPECT_EQ(ones.sum().item<double>(), static_cast<double>(n));
+  EXPECT_EQ(ones.mean().item<double>(), 1.0);
+}
+
+// A value that float32 cannot hold exactly: the rounding of each addition would
+// pile up in a float accumulator, over rows (innermost dim) and columns (outer dim).
+TEST(ReductionNumerics, LongFloat32SumsStayAccurate) {
+  const int64_t rows = 1 << 20, cols = 4;
+  const st::Tensor x = st::full({rows, cols}, 0.1, st::kFloat32);
+  const double value = static_cast<double>(0.1f);
+  const double expected_all = value * static_cast<double>(rows * cols);
+  EXPECT_NEAR(x.sum().item<double>(), expected_all, 1e-6 * expected_all);
+  for (double s : x.sum({0}).to_vector<double>()) {
+    EXPECT_NEAR(s, value * rows, 1e-6 * value * rows);
+  }
+  const st::Tensor transposed(st::make_intrusive<st::TensorImpl>(
+      x.impl()->storage(), x.dtype(), st::IntArrayRef{cols, rows}, st::IntArrayRef{1, cols}, 0));
+  for (double s : transposed.sum({1}).to_vector<double>()) {
+    EXPECT_NEAR(s, value * rows, 1e-6 * value * rows);
+  }
+}
+
+TEST(ReductionNumerics, LogsumexpOfLargeValuesDoesNotOverflow) {
+  const st::Tensor big = st::tensor({1000.0, 1000.0, -1000.0, -1000.0}, {2, 2});
+  const std::vector<double> lse = big.logsumexp({1}).to_vector<double>();
+  EXPECT_NEAR(lse[0], 1000.0 + std::log(2.0), 1e-9);
+  EXPECT_NEAR(lse[1], -1000.0 + std::log(2.0), 1e-9);
+  const st::Tensor big32 = st::tensor(std::vector<float>{100.0f, 100.0f}, {2});
+  EXPECT_NEAR(big32.logsumexp({0}).item<double>(), 100.0 + std::log(2.0), 1e-4);
+}
+
+// One-pass E[x^2] - E[x]^2 in float32 loses every digit here; two passes do not.
+TEST(ReductionNumerics, VarianceOfValuesFarFromZero) {
+  const st::Tensor x = st::tensor(std::vector<float>{10000.0f, 10001.0f, 10002.0f, 10003.0f}, {4});
+  EXPECT_NEAR(x.var().item<double>(), 5.0 / 3.0, 1e-5);
+  EXPECT_NEAR(x.std({}, 0).item<double>(), std::sqrt(1.25), 1e-5);
+}
+
+// Groups are cut into blocks by shape alone, so the thread count cannot change a
+// float32 result.
+TEST(ReductionNumerics, ResultsDoNotDependOnThreadCount) {
+  std::vector<float> values(1 << 21);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>((i * 7919) % 1013) * 0.37f;
+  const st::Tensor x = st::tensor(values, {static_cast<int64_t>(values.size())});
+  const st::Tensor m = st::tensor(values, {1 << 11, 1 << 10});
+  const double sum_default = x.sum().item<double>();
+  const std::vector<double> cols_default = m.sum({0}).to_vector<double>();
+  st::cpu::set_num_threads(1);
+  const double sum_one = x.sum().item<double>();
+  const std::vector<double> cols_one = m.sum({0}).to_vector<double>();
+  st::cpu::set_num_threads(0);
+  EXPECT_EQ(sum_default, sum_one);
+  EXPECT_EQ(cols_default, cols_one);
+}
+
+}  // namespace
