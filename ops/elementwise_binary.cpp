@@ -14,7 +14,7 @@ namespace {
 
 using cpu::BinaryOp;
 using cpu::CompareOp;
-using elementwise::as_dtype;
+using elementwise::InDtype;
 
 using BinarySig = Tensor(const Tensor&, const Tensor&);
 using BinaryAlphaSig = Tensor(const Tensor&, const Tensor&, const Scalar&);
@@ -77,7 +77,7 @@ Tensor arithmetic(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& a
   const ScalarType dtype = arithmetic_dtype(op, a, b, alpha, name);
   Tensor out =
       make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype, a.device(), name);
-  cpu::binary_kernel(op, out, as_dtype(a, dtype), as_dtype(b, dtype), alpha);
+  cpu::binary_kernel(op, out, InDtype(a, dtype), InDtype(b, dtype), alpha);
   return out;
 }
 
@@ -88,7 +88,7 @@ const Tensor& arithmetic_in_place(BinaryOp op, const Tensor& self, const Tensor&
   const ScalarType dtype = arithmetic_dtype(op, self, other, alpha, name);
   elementwise::check_in_place(self, dtype, broadcast_shapes(self.sizes(), other.sizes(), name),
                               name);
-  cpu::binary_kernel(op, self, self, as_dtype(other, self.dtype()), alpha);
+  cpu::binary_kernel(op, self, self, InDtype(other, self.dtype()), alpha);
   self.impl()->bump_version();
   return self;
 }
@@ -117,7 +117,7 @@ Tensor compare_cpu(const Tensor& a, const Tensor& b) {
   const ScalarType dtype = result_type(a, b);
   Tensor out =
       make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), kBool, a.device(), name);
-  cpu::compare_kernel(kOp, out, as_dtype(a, dtype), as_dtype(b, dtype));
+  cpu::compare_kernel(kOp, out, InDtype(a, dtype), InDtype(b, dtype));
   return out;
 }
 
@@ -128,7 +128,7 @@ Tensor where_cpu(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const DimVector shape = broadcast_shapes(
       broadcast_shapes(condition.sizes(), a.sizes(), "strata::where"), b.sizes(), "strata::where");
   Tensor out = make_empty_tensor(shape, dtype, a.device(), "strata::where");
-  cpu::where_kernel(out, condition, as_dtype(a, dtype), as_dtype(b, dtype));
+  cpu::where_kernel(out, condition, InDtype(a, dtype), InDtype(b, dtype));
   return out;
 }
 

@@ -16,7 +16,7 @@ namespace strata {
 namespace {
 
 using cpu::UnaryOp;
-using elementwise::as_dtype;
+using elementwise::InDtype;
 
 using UnarySig = Tensor(const Tensor&);
 using GeluSig = Tensor(const Tensor&, std::string_view);
@@ -68,7 +68,7 @@ Tensor numeric_cpu(const Tensor& self) {
 Tensor floating(UnaryOp op, const Tensor& self) {
   const ScalarType dtype = elementwise::floating_dtype(self.dtype());
   Tensor out = new_output(self, dtype, op_name(op));
-  cpu::unary_kernel(op, out, as_dtype(self, dtype));
+  cpu::unary_kernel(op, out, InDtype(self, dtype));
   return out;
 }
 
@@ -86,7 +86,7 @@ Tensor gelu_cpu(const Tensor& self, std::string_view approximate) {
 Tensor softplus_cpu(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
   const ScalarType dtype = elementwise::floating_dtype(self.dtype());
   Tensor out = new_output(self, dtype, "strata::softplus");
-  cpu::softplus_kernel(out, as_dtype(self, dtype), beta, threshold);
+  cpu::softplus_kernel(out, InDtype(self, dtype), beta, threshold);
   return out;
 }
 
@@ -103,7 +103,7 @@ Tensor pow_scalar_cpu(const Tensor& self, const Scalar& exponent) {
                "integers to negative integer powers are not allowed (", dtype, " base, exponent ",
                exponent, ")");
   Tensor out = new_output(self, dtype, "strata::pow");
-  cpu::pow_scalar_kernel(out, as_dtype(self, dtype), exponent);
+  cpu::pow_scalar_kernel(out, InDtype(self, dtype), exponent);
   return out;
 }
 
@@ -122,7 +122,7 @@ Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min,
                  const std::optional<Scalar>& max) {
   const ScalarType dtype = clamp_dtype(self, min, max, "strata::clamp");
   Tensor out = new_output(self, dtype, "strata::clamp");
-  cpu::clamp_kernel(out, as_dtype(self, dtype), min, max);
+  cpu::clamp_kernel(out, InDtype(self, dtype), min, max);
   return out;
 }
 

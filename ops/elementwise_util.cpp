@@ -6,8 +6,7 @@
 
 namespace strata::elementwise {
 
-Tensor as_dtype(const Tensor& t, ScalarType dtype) {
-  if (t.dtype() == dtype) return t;
+Tensor converted_copy(const Tensor& t, ScalarType dtype) {
   DimVector compact_sizes(t.sizes());
   bool broadcast = false;
   for (int64_t d = 0; d < t.dim(); ++d) {

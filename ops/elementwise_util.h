@@ -9,10 +9,28 @@
 
 namespace strata::elementwise {
 
-// t in `dtype` for a CPU kernel: t itself when it already has it, else a converted
-// copy. A broadcast (stride-0) dim of t is converted once and stays broadcast, so
-// an expanded input costs no more than its distinct elements.
-Tensor as_dtype(const Tensor& t, ScalarType dtype);
+// t converted to `dtype` for a CPU kernel. A broadcast (stride-0) dim of t is
+// converted once and stays broadcast, so an expanded input costs no more than its
+// distinct elements.
+Tensor converted_copy(const Tensor& t, ScalarType dtype);
+
+// An input in the dtype a kernel computes in, for the length of one call:
+//   cpu::binary_kernel(op, out, InDtype(a, dtype), InDtype(b, dtype), alpha);
+// An input that already has the dtype is passed through by reference: no copy of
+// the handle, so no reference-count traffic on the hot path of small ops.
+class InDtype {
+ public:
+  InDtype(const Tensor& t, ScalarType dtype) : original_(t) {
+    if (t.dtype() != dtype) converted_ = converted_copy(t, dtype);
+  }
+  InDtype(const InDtype&) = delete;
+  InDtype& operator=(const InDtype&) = delete;
+  operator const Tensor&() const { return converted_.defined() ? converted_ : original_; }
+
+ private:
+  const Tensor& original_;
+  Tensor converted_;
+};
 
 // The dtype of float-only math (exp, div, ...): floating inputs keep theirs, Int64
 // and Bool compute in Float32.

@@ -80,10 +80,6 @@ void run_range(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowF
   const int64_t ndim = static_cast<int64_t>(layout.shape.size());
   std::array<char*, kMaxOperands> ptrs = layout.data;
   std::array<int64_t, kMaxOperands> inner{};
-  if (ndim == 0) {
-    fn(ctx, ptrs.data(), inner.data(), 1);
-    return;
-  }
   for (int op = 0; op < nops; ++op) inner[op] = layout.strides[op][ndim - 1];
   DimVector index(static_cast<size_t>(ndim), 0);
   int64_t remainder = begin;
@@ -113,6 +109,20 @@ void run_range(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowF
 
 void run_elementwise(const ElementwiseLayout& layout, RowFn fn, void* ctx) {
   if (layout.numel == 0) return;
+  if (layout.shape.size() <= 1) {
+    // A single row (every contiguous or one-element layout): a chunk of it is a
+    // pointer offset, no multi-index to keep.
+    parallel_for(0, layout.numel, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      std::array<char*, kMaxOperands> ptrs{};
+      std::array<int64_t, kMaxOperands> strides{};
+      for (int op = 0; op < layout.num_operands; ++op) {
+        if (!layout.shape.empty()) strides[op] = layout.strides[op][0];
+        ptrs[op] = layout.data[op] + begin * strides[op];
+      }
+      fn(ctx, ptrs.data(), strides.data(), end - begin);
+    });
+    return;
+  }
   parallel_for(0, layout.numel, kElementwiseGrain,
                [&](int64_t begin, int64_t end) { run_range(layout, begin, end, fn, ctx); });
 }

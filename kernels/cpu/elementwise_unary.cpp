@@ -22,7 +22,7 @@ struct Neg {
 struct Abs {
   template <class T>
   T operator()(T x) const {
-    return x < T(0) ? -x : x;
+    return std::abs(x);
   }
 };
 struct Sign {
