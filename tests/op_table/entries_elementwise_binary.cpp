@@ -1,5 +1,6 @@
 // Op-table entries: elementwise binary arithmetic, its in-place variants, and the
 // C++ operators with a number on one side (wrapped numbers).
+#include <algorithm>
 #include <cmath>
 
 #include "tests/op_table/elementwise_entries.h"
@@ -201,6 +202,14 @@ STRATA_OP_INFOS(elementwise_binary) {
   add_info(scalar_operator_entry(
       "add(1,x)", [](const Tensor& x) { return 1 + x; }, 1, true, plus));
   infos.back().dtypes = numeric_dtypes();
+
+  // Entries on Bool or Int64 alone (Bool `or`, negative integer powers) have
+  // nothing to differentiate.
+  for (OpInfo& info : infos) {
+    if (std::none_of(info.dtypes.begin(), info.dtypes.end(), is_floating_point)) {
+      info.differentiable = info.forward_ad = info.twice_differentiable = false;
+    }
+  }
   return infos;
 }
 
