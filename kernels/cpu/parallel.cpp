@@ -1,12 +1,12 @@
 #include "kernels/cpu/parallel.h"
 
+#include <memory>
+#include <mutex>
+
 #include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
-
-#include <memory>
-#include <mutex>
 
 namespace strata::cpu {
 namespace {
