@@ -1,6 +1,10 @@
-// add and mul: out-of-place and in-place, with broadcasting and type promotion.
+// Binary elementwise operators: arithmetic (out-of-place and in-place),
+// comparisons, logical and/or, and where; broadcasting and type promotion, with
+// C++ numbers taking part as wrapped numbers.
 #include "dispatcher/library.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_util.h"
+#include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
@@ -8,117 +12,275 @@
 namespace strata {
 namespace {
 
+using cpu::BinaryOp;
+using cpu::CompareOp;
+using elementwise::InDtype;
+
 using BinarySig = Tensor(const Tensor&, const Tensor&);
 using BinaryAlphaSig = Tensor(const Tensor&, const Tensor&, const Scalar&);
 using InplaceSig = const Tensor&(const Tensor&, const Tensor&);
 using InplaceAlphaSig = const Tensor&(const Tensor&, const Tensor&, const Scalar&);
 
-// The input in the compute dtype: itself when it already is, else a converted copy.
-Tensor as_dtype(const Tensor& t, ScalarType dtype) {
-  if (t.dtype() == dtype) return t;
-  Tensor converted = make_empty_tensor(t.sizes(), dtype, t.device(), "strata::to");
-  cpu::copy_kernel(converted, t);
-  return converted;
+constexpr const char* op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "strata::add";
+    case BinaryOp::Sub: return "strata::sub";
+    case BinaryOp::Mul: return "strata::mul";
+    case BinaryOp::Div: return "strata::div";
+    case BinaryOp::Pow: return "strata::pow";
+    case BinaryOp::Maximum: return "strata::maximum";
+    case BinaryOp::Minimum: return "strata::minimum";
+  }
+  return "?";
 }
 
-void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op) {
-  STRATA_CHECK(is_floating_point(dtype) || !alpha.is_floating_point(), op, "alpha ", alpha,
-               " is a floating-point number but the result dtype is ", dtype);
+constexpr const char* in_place_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "strata::add_";
+    case BinaryOp::Sub: return "strata::sub_";
+    case BinaryOp::Mul: return "strata::mul_";
+    case BinaryOp::Div: return "strata::div_";
+    default: return op_name(op);
+  }
 }
 
-template <class Kernel>
-Tensor binary_out_of_place(const Tensor& a, const Tensor& b, const char* op, Kernel&& kernel) {
-  const ScalarType dtype = result_type(a, b);
-  Tensor out = make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), op), dtype, a.device(), op);
-  kernel(out, as_dtype(a, dtype), as_dtype(b, dtype));
+constexpr const char* op_name(CompareOp op) {
+  switch (op) {
+    case CompareOp::Eq: return "strata::eq";
+    case CompareOp::Ne: return "strata::ne";
+    case CompareOp::Lt: return "strata::lt";
+    case CompareOp::Le: return "strata::le";
+    case CompareOp::Gt: return "strata::gt";
+    case CompareOp::Ge: return "strata::ge";
+    case CompareOp::LogicalAnd: return "strata::logical_and";
+    case CompareOp::LogicalOr: return "strata::logical_or";
+  }
+  return "?";
+}
+
+// The dtype `op` computes in for a and b: their promoted dtype, floating for div.
+ScalarType arithmetic_dtype(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha,
+                            const char* name) {
+  const ScalarType promoted = result_type(a, b);
+  switch (op) {
+    case BinaryOp::Div: return elementwise::floating_dtype(promoted);
+    case BinaryOp::Sub:
+    case BinaryOp::Pow: elementwise::check_not_bool(promoted, name); break;
+    default: break;
+  }
+  if (op == BinaryOp::Add || op == BinaryOp::Sub) elementwise::check_alpha(alpha, promoted, name);
+  return promoted;
+}
+
+Tensor arithmetic(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  const char* name = op_name(op);
+  const ScalarType dtype = arithmetic_dtype(op, a, b, alpha, name);
+  Tensor out =
+      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype, a.device(), name);
+  cpu::binary_kernel(op, out, InDtype(a, dtype), InDtype(b, dtype), alpha);
   return out;
 }
 
-template <class Kernel>
-const Tensor& binary_in_place(const Tensor& self, const Tensor& other, const char* op,
-                              Kernel&& kernel) {
-  const ScalarType dtype = result_type(self, other);
-  STRATA_CHECK(promote_types(dtype, self.dtype()) == self.dtype(), op, "result dtype ", dtype,
-               " cannot be written in place into a ", self.dtype(), " tensor");
-  DimVector shape = broadcast_shapes(self.sizes(), other.sizes(), op);
-  STRATA_CHECK(IntArrayRef(shape) == self.sizes(), op, "in-place output of shape ",
-               shape_string(self.sizes()), " cannot hold the broadcast result of shape ",
-               shape_string(shape), " (other has shape ", shape_string(other.sizes()), ")");
-  kernel(self, self, as_dtype(other, self.dtype()));
+// Computes in self's dtype; the result dtype only has to keep its category.
+const Tensor& arithmetic_in_place(BinaryOp op, const Tensor& self, const Tensor& other,
+                                  const Scalar& alpha) {
+  const char* name = in_place_name(op);
+  const ScalarType dtype = arithmetic_dtype(op, self, other, alpha, name);
+  elementwise::check_in_place(self, dtype, broadcast_shapes(self.sizes(), other.sizes(), name),
+                              name);
+  cpu::binary_kernel(op, self, self, InDtype(other, self.dtype()), alpha);
   self.impl()->bump_version();
   return self;
 }
 
-Tensor add_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return binary_out_of_place(a, b, "strata::add", [&](const Tensor& o, const Tensor& x, const Tensor& y) {
-    check_alpha(alpha, o.dtype(), "strata::add");
-    cpu::add_kernel(o, x, y, alpha);
-  });
+template <BinaryOp kOp>
+Tensor arithmetic_cpu(const Tensor& a, const Tensor& b) {
+  return arithmetic(kOp, a, b, 1);
+}
+template <BinaryOp kOp>
+Tensor arithmetic_alpha_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return arithmetic(kOp, a, b, alpha);
+}
+template <BinaryOp kOp>
+const Tensor& in_place_cpu(const Tensor& self, const Tensor& other) {
+  return arithmetic_in_place(kOp, self, other, 1);
+}
+template <BinaryOp kOp>
+const Tensor& in_place_alpha_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  return arithmetic_in_place(kOp, self, other, alpha);
 }
 
-const Tensor& add__cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  check_alpha(alpha, self.dtype(), "strata::add_");
-  return binary_in_place(self, other, "strata::add_",
-                         [&](const Tensor& o, const Tensor& x, const Tensor& y) {
-                           cpu::add_kernel(o, x, y, alpha);
-                         });
+// Comparisons and logical ops compare in the promoted dtype and give Bool.
+template <CompareOp kOp>
+Tensor compare_cpu(const Tensor& a, const Tensor& b) {
+  const char* name = op_name(kOp);
+  const ScalarType dtype = result_type(a, b);
+  Tensor out =
+      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), kBool, a.device(), name);
+  cpu::compare_kernel(kOp, out, InDtype(a, dtype), InDtype(b, dtype));
+  return out;
 }
 
-Tensor mul_cpu(const Tensor& a, const Tensor& b) {
-  return binary_out_of_place(a, b, "strata::mul", &cpu::mul_kernel);
-}
-
-const Tensor& mul__cpu(const Tensor& self, const Tensor& other) {
-  return binary_in_place(self, other, "strata::mul_", &cpu::mul_kernel);
+Tensor where_cpu(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  STRATA_CHECK(condition.dtype() == kBool, "strata::where", "condition must be a Bool tensor, got ",
+               condition.dtype());
+  const ScalarType dtype = result_type(a, b);
+  const DimVector shape = broadcast_shapes(
+      broadcast_shapes(condition.sizes(), a.sizes(), "strata::where"), b.sizes(), "strata::where");
+  Tensor out = make_empty_tensor(shape, dtype, a.device(), "strata::where");
+  cpu::where_kernel(out, condition, InDtype(a, dtype), InDtype(b, dtype));
+  return out;
 }
 
 STRATA_LIBRARY(strata, m) {
   m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
   m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
+  m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  m.def("sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
   m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  m.def("div.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  m.def("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor");
+  m.def("maximum(Tensor self, Tensor other) -> Tensor");
+  m.def("minimum(Tensor self, Tensor other) -> Tensor");
+  m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("ne.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("le.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("ge.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("logical_and(Tensor self, Tensor other) -> Tensor");
+  m.def("logical_or(Tensor self, Tensor other) -> Tensor");
+  m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("add.Tensor", &add_cpu);
-  m.impl("add_.Tensor", &add__cpu);
-  m.impl("mul.Tensor", &mul_cpu);
-  m.impl("mul_.Tensor", &mul__cpu);
+  m.impl("add.Tensor", &arithmetic_alpha_cpu<BinaryOp::Add>);
+  m.impl("add_.Tensor", &in_place_alpha_cpu<BinaryOp::Add>);
+  m.impl("sub.Tensor", &arithmetic_alpha_cpu<BinaryOp::Sub>);
+  m.impl("sub_.Tensor", &in_place_alpha_cpu<BinaryOp::Sub>);
+  m.impl("mul.Tensor", &arithmetic_cpu<BinaryOp::Mul>);
+  m.impl("mul_.Tensor", &in_place_cpu<BinaryOp::Mul>);
+  m.impl("div.Tensor", &arithmetic_cpu<BinaryOp::Div>);
+  m.impl("div_.Tensor", &in_place_cpu<BinaryOp::Div>);
+  m.impl("pow.Tensor_Tensor", &arithmetic_cpu<BinaryOp::Pow>);
+  m.impl("maximum", &arithmetic_cpu<BinaryOp::Maximum>);
+  m.impl("minimum", &arithmetic_cpu<BinaryOp::Minimum>);
+  m.impl("eq.Tensor", &compare_cpu<CompareOp::Eq>);
+  m.impl("ne.Tensor", &compare_cpu<CompareOp::Ne>);
+  m.impl("lt.Tensor", &compare_cpu<CompareOp::Lt>);
+  m.impl("le.Tensor", &compare_cpu<CompareOp::Le>);
+  m.impl("gt.Tensor", &compare_cpu<CompareOp::Gt>);
+  m.impl("ge.Tensor", &compare_cpu<CompareOp::Ge>);
+  m.impl("logical_and", &compare_cpu<CompareOp::LogicalAnd>);
+  m.impl("logical_or", &compare_cpu<CompareOp::LogicalOr>);
+  m.impl("where.self", &where_cpu);
 }
 
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  static const auto op =
-      Dispatcher::singleton().findSchemaOrThrow("strata::add", "Tensor").typed<BinaryAlphaSig>();
-  return op.call(a, b, alpha);
+  return STRATA_OP("strata::add", "Tensor", BinaryAlphaSig).call(a, b, alpha);
 }
-
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return STRATA_OP("strata::sub", "Tensor", BinaryAlphaSig).call(a, b, alpha);
+}
 Tensor mul(const Tensor& a, const Tensor& b) {
-  static const auto op =
-      Dispatcher::singleton().findSchemaOrThrow("strata::mul", "Tensor").typed<BinarySig>();
-  return op.call(a, b);
+  return STRATA_OP("strata::mul", "Tensor", BinarySig).call(a, b);
 }
-
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor div(const Tensor& a, const Tensor& b) {
+  return STRATA_OP("strata::div", "Tensor", BinarySig).call(a, b);
+}
+Tensor pow(const Tensor& base, const Tensor& exponent) {
+  return STRATA_OP("strata::pow", "Tensor_Tensor", BinarySig).call(base, exponent);
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return STRATA_OP("strata::maximum", "", BinarySig).call(a, b);
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return STRATA_OP("strata::minimum", "", BinarySig).call(a, b);
+}
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  return STRATA_OP("strata::where", "self", Tensor(const Tensor&, const Tensor&, const Tensor&))
+      .call(condition, a, b);
+}
 
 Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const {
   return strata::add(*this, other, alpha);
 }
-
+Tensor Tensor::sub(const Tensor& other, const Scalar& alpha) const {
+  return strata::sub(*this, other, alpha);
+}
 Tensor Tensor::mul(const Tensor& other) const { return strata::mul(*this, other); }
+Tensor Tensor::div(const Tensor& other) const { return strata::div(*this, other); }
+Tensor Tensor::pow(const Tensor& exponent) const { return strata::pow(*this, exponent); }
+Tensor Tensor::maximum(const Tensor& other) const { return strata::maximum(*this, other); }
+Tensor Tensor::minimum(const Tensor& other) const { return strata::minimum(*this, other); }
+Tensor Tensor::eq(const Tensor& other) const {
+  return STRATA_OP("strata::eq", "Tensor", BinarySig).call(*this, other);
+}
+Tensor Tensor::ne(const Tensor& other) const {
+  return STRATA_OP("strata::ne", "Tensor", BinarySig).call(*this, other);
+}
+Tensor Tensor::lt(const Tensor& other) const {
+  return STRATA_OP("strata::lt", "Tensor", BinarySig).call(*this, other);
+}
+Tensor Tensor::le(const Tensor& other) const {
+  return STRATA_OP("strata::le", "Tensor", BinarySig).call(*this, other);
+}
+Tensor Tensor::gt(const Tensor& other) const {
+  return STRATA_OP("strata::gt", "Tensor", BinarySig).call(*this, other);
+}
+Tensor Tensor::ge(const Tensor& other) const {
+  return STRATA_OP("strata::ge", "Tensor", BinarySig).call(*this, other);
+}
+Tensor Tensor::logical_and(const Tensor& other) const {
+  return STRATA_OP("strata::logical_and", "", BinarySig).call(*this, other);
+}
+Tensor Tensor::logical_or(const Tensor& other) const {
+  return STRATA_OP("strata::logical_or", "", BinarySig).call(*this, other);
+}
 
 const Tensor& Tensor::add_(const Tensor& other, const Scalar& alpha) const {
-  static const auto op =
-      Dispatcher::singleton().findSchemaOrThrow("strata::add_", "Tensor").typed<InplaceAlphaSig>();
-  return op.call(*this, other, alpha);
+  return STRATA_OP("strata::add_", "Tensor", InplaceAlphaSig).call(*this, other, alpha);
+}
+const Tensor& Tensor::sub_(const Tensor& other, const Scalar& alpha) const {
+  return STRATA_OP("strata::sub_", "Tensor", InplaceAlphaSig).call(*this, other, alpha);
+}
+const Tensor& Tensor::mul_(const Tensor& other) const {
+  return STRATA_OP("strata::mul_", "Tensor", InplaceSig).call(*this, other);
+}
+const Tensor& Tensor::div_(const Tensor& other) const {
+  return STRATA_OP("strata::div_", "Tensor", InplaceSig).call(*this, other);
 }
 
-const Tensor& Tensor::mul_(const Tensor& other) const {
-  static const auto op =
-      Dispatcher::singleton().findSchemaOrThrow("strata::mul_", "Tensor").typed<InplaceSig>();
-  return op.call(*this, other);
-}
+// ---- operators: a C++ number is a wrapped number ----
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, wrapped_scalar_tensor(b)); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, wrapped_scalar_tensor(b)); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, wrapped_scalar_tensor(b)); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, wrapped_scalar_tensor(b)); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return add(wrapped_scalar_tensor(a), b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return sub(wrapped_scalar_tensor(a), b); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return mul(wrapped_scalar_tensor(a), b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrapped_scalar_tensor(a), b); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return a.eq(wrapped_scalar_tensor(b)); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return a.ne(wrapped_scalar_tensor(b)); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return a.lt(wrapped_scalar_tensor(b)); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return a.le(wrapped_scalar_tensor(b)); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return a.gt(wrapped_scalar_tensor(b)); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return a.ge(wrapped_scalar_tensor(b)); }
+Tensor operator&&(const Tensor& a, const Tensor& b) { return a.logical_and(b); }
+Tensor operator||(const Tensor& a, const Tensor& b) { return a.logical_or(b); }
 
 }  // namespace strata

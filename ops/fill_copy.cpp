@@ -1,6 +1,8 @@
-// Writing into an existing tensor: fill_, zero_ and copy_.
+// Writing into an existing tensor (fill_, zero_, copy_) and copying into a new one
+// (clone, to, contiguous).
 #include "dispatcher/library.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
@@ -30,10 +32,31 @@ const Tensor& copy__cpu(const Tensor& self, const Tensor& src, bool /*non_blocki
   return self;
 }
 
+// A contiguous copy, through empty and copy_, so it works on every backend.
+Tensor clone_composite(const Tensor& self) {
+  Tensor out = empty(self.sizes(), self.dtype(), self.device());
+  out.copy_(self);
+  return out;
+}
+
+Tensor to_dtype_composite(const Tensor& self, ScalarType dtype) {
+  if (self.dtype() == dtype) return self;
+  Tensor out = empty(self.sizes(), dtype, self.device());
+  out.copy_(self);
+  return out;
+}
+
+Tensor contiguous_composite(const Tensor& self) {
+  return self.is_contiguous() ? self : self.clone();
+}
+
 STRATA_LIBRARY(strata, m) {
   m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)");
   m.def("zero_(Tensor(a!) self) -> Tensor(a!)");
   m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
+  m.def("clone(Tensor self) -> Tensor");
+  m.def("to.dtype(Tensor self, ScalarType dtype) -> Tensor");
+  m.def("contiguous(Tensor self) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
@@ -41,7 +64,13 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("copy_", &copy__cpu);
 }
 
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("zero_", &zero__composite); }
+STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) { m.impl("clone", &clone_composite); }
+
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
+  m.impl("zero_", &zero__composite);
+  m.impl("to.dtype", &to_dtype_composite);
+  m.impl("contiguous", &contiguous_composite);
+}
 
 }  // namespace
 
@@ -64,6 +93,18 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
                              .findSchemaOrThrow("strata::copy_", "")
                              .typed<const Tensor&(const Tensor&, const Tensor&, bool)>();
   return op.call(*this, src, false);
+}
+
+Tensor Tensor::clone() const {
+  return STRATA_OP("strata::clone", "", Tensor(const Tensor&)).call(*this);
+}
+
+Tensor Tensor::to(ScalarType dtype) const {
+  return STRATA_OP("strata::to", "dtype", Tensor(const Tensor&, ScalarType)).call(*this, dtype);
+}
+
+Tensor Tensor::contiguous() const {
+  return STRATA_OP("strata::contiguous", "", Tensor(const Tensor&)).call(*this);
 }
 
 }  // namespace strata

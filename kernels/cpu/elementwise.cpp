@@ -1,7 +1,7 @@
 #include "kernels/cpu/elementwise.h"
 
+#include "kernels/cpu/elementwise_rows.h"
 #include "kernels/cpu/parallel.h"
-#include "tensor/dispatch_dtype.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
 
@@ -80,10 +80,6 @@ void run_range(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowF
   const int64_t ndim = static_cast<int64_t>(layout.shape.size());
   std::array<char*, kMaxOperands> ptrs = layout.data;
   std::array<int64_t, kMaxOperands> inner{};
-  if (ndim == 0) {
-    fn(ctx, ptrs.data(), inner.data(), 1);
-    return;
-  }
   for (int op = 0; op < nops; ++op) inner[op] = layout.strides[op][ndim - 1];
   DimVector index(static_cast<size_t>(ndim), 0);
   int64_t remainder = begin;
@@ -109,122 +105,52 @@ void run_range(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowF
   }
 }
 
-template <class T, class Op>
-void binary_row(char** data, const int64_t* strides, int64_t n, Op op) {
-  T* out = reinterpret_cast<T*>(data[0]);
-  const T* a = reinterpret_cast<const T*>(data[1]);
-  const T* b = reinterpret_cast<const T*>(data[2]);
-  constexpr int64_t s = sizeof(T);
-  if (strides[0] == s && strides[1] == s && strides[2] == s) {
-    for (int64_t i = 0; i < n; ++i) out[i] = op(a[i], b[i]);
-  } else if (strides[0] == s && strides[1] == s && strides[2] == 0) {
-    const T bv = *b;
-    for (int64_t i = 0; i < n; ++i) out[i] = op(a[i], bv);
-  } else if (strides[0] == s && strides[1] == 0 && strides[2] == s) {
-    const T av = *a;
-    for (int64_t i = 0; i < n; ++i) out[i] = op(av, b[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      *reinterpret_cast<T*>(data[0] + i * strides[0]) =
-          op(*reinterpret_cast<const T*>(data[1] + i * strides[1]),
-             *reinterpret_cast<const T*>(data[2] + i * strides[2]));
-    }
-  }
-}
-
-// Adapts a capturing row lambda to RowFn.
-template <class Row>
-void run_row_lambda(const ElementwiseLayout& layout, Row& row) {
-  run_elementwise(
-      layout,
-      [](void* ctx, char** data, const int64_t* strides, int64_t n) {
-        (*static_cast<Row*>(ctx))(data, strides, n);
-      },
-      &row);
-}
-
-void check_same_dtype(const Tensor& out, const Tensor& a, const Tensor& b, const char* op) {
-  STRATA_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), op,
-               "kernel expects inputs of the output's dtype ", out.dtype(), ", got ", a.dtype(),
-               " and ", b.dtype());
-}
-
 }  // namespace
 
 void run_elementwise(const ElementwiseLayout& layout, RowFn fn, void* ctx) {
   if (layout.numel == 0) return;
+  if (layout.shape.size() <= 1) {
+    // A single row (every contiguous or one-element layout): a chunk of it is a
+    // pointer offset, no multi-index to keep.
+    parallel_for(0, layout.numel, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      std::array<char*, kMaxOperands> ptrs{};
+      std::array<int64_t, kMaxOperands> strides{};
+      for (int op = 0; op < layout.num_operands; ++op) {
+        if (!layout.shape.empty()) strides[op] = layout.strides[op][0];
+        ptrs[op] = layout.data[op] + begin * strides[op];
+      }
+      fn(ctx, ptrs.data(), strides.data(), end - begin);
+    });
+    return;
+  }
   parallel_for(0, layout.numel, kElementwiseGrain,
                [&](int64_t begin, int64_t end) { run_range(layout, begin, end, fn, ctx); });
 }
 
 void add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  check_same_dtype(out, a, b, "strata::add");
-  ElementwiseLayout layout = make_elementwise_layout(out, {&a, &b});
-  STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::add", [&] {
-    const scalar_t k = alpha.to<scalar_t>();
-    auto row = [k](char** data, const int64_t* strides, int64_t n) {
-      if constexpr (std::is_same_v<scalar_t, bool>) {
-        binary_row<scalar_t>(data, strides, n, [k](bool x, bool y) { return x || (k && y); });
-      } else if (k == scalar_t(1)) {
-        binary_row<scalar_t>(data, strides, n, [](scalar_t x, scalar_t y) { return x + y; });
-      } else {
-        binary_row<scalar_t>(data, strides, n, [k](scalar_t x, scalar_t y) { return x + k * y; });
-      }
-    };
-    run_row_lambda(layout, row);
-  });
-}
-
-void mul_kernel(const Tensor& out, const Tensor& a, const Tensor& b) {
-  check_same_dtype(out, a, b, "strata::mul");
-  ElementwiseLayout layout = make_elementwise_layout(out, {&a, &b});
-  STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::mul", [&] {
-    auto row = [](char** data, const int64_t* strides, int64_t n) {
-      if constexpr (std::is_same_v<scalar_t, bool>) {
-        binary_row<scalar_t>(data, strides, n, [](bool x, bool y) { return x && y; });
-      } else {
-        binary_row<scalar_t>(data, strides, n, [](scalar_t x, scalar_t y) { return x * y; });
-      }
-    };
-    run_row_lambda(layout, row);
-  });
+  binary_kernel(BinaryOp::Add, out, a, b, alpha);
 }
 
 void fill_kernel(const Tensor& out, const Scalar& value) {
-  ElementwiseLayout layout = make_elementwise_layout(out, {});
-  STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::fill_", [&] {
-    const scalar_t v = value.to<scalar_t>();
-    auto row = [v](char** data, const int64_t* strides, int64_t n) {
-      if (strides[0] == sizeof(scalar_t)) {
-        scalar_t* out = reinterpret_cast<scalar_t*>(data[0]);
-        for (int64_t i = 0; i < n; ++i) out[i] = v;
+  dispatch_all(out.dtype(), "strata::fill_", [&](auto tag) {
+    using T = decltype(tag);
+    const T v = value.to<T>();
+    run_rows(make_elementwise_layout(out, {}), [v](char** data, const int64_t* strides, int64_t n) {
+      if (strides[0] == sizeof(T)) {
+        std::fill_n(reinterpret_cast<T*>(data[0]), n, v);
       } else {
-        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<scalar_t*>(data[0] + i * strides[0]) = v;
+        for (int64_t i = 0; i < n; ++i) element<T>(data[0], strides[0], i) = v;
       }
-    };
-    run_row_lambda(layout, row);
+    });
   });
 }
 
 void copy_kernel(const Tensor& out, const Tensor& src) {
-  ElementwiseLayout layout = make_elementwise_layout(out, {&src});
-  STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::copy_", [&] {
-    using out_t = scalar_t;
-    STRATA_DISPATCH_ALL_TYPES(src.dtype(), "strata::copy_", [&] {
-      using src_t = scalar_t;
-      auto row = [](char** data, const int64_t* strides, int64_t n) {
-        if (strides[0] == sizeof(out_t) && strides[1] == sizeof(src_t)) {
-          out_t* o = reinterpret_cast<out_t*>(data[0]);
-          const src_t* s = reinterpret_cast<const src_t*>(data[1]);
-          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<out_t>(s[i]);
-        } else {
-          for (int64_t i = 0; i < n; ++i) {
-            *reinterpret_cast<out_t*>(data[0] + i * strides[0]) =
-                static_cast<out_t>(*reinterpret_cast<const src_t*>(data[1] + i * strides[1]));
-          }
-        }
-      };
-      run_row_lambda(layout, row);
+  dispatch_all(out.dtype(), "strata::copy_", [&](auto out_tag) {
+    using Out = decltype(out_tag);
+    dispatch_all(src.dtype(), "strata::copy_", [&](auto src_tag) {
+      using Src = decltype(src_tag);
+      run_unary<Out, Src>(out, src, [](Src x) { return static_cast<Out>(x); });
     });
   });
 }

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 
 #include "tensor/small_vector.h"
 
@@ -17,15 +18,18 @@ namespace strata::cpu {
 // Every elementwise kernel runs through one strided driver: the output and its
 // inputs are laid over the output's shape (inputs broadcast with stride 0), dims
 // that are contiguous across all operands are merged, and the work is cut into
-// rows of the innermost dim. A kernel only writes the row function; contiguous
-// rows (the common case) get a plain loop the compiler vectorizes.
+// rows of the innermost dim. A kernel only writes the row function
+// (kernels/cpu/elementwise_rows.h): contiguous rows take an Eigen array
+// expression (SIMD transcendental math) or a loop the compiler vectorizes, rows
+// with a broadcast operand hoist its value, and only the general strided row
+// reads element by element.
 inline constexpr int kMaxOperands = 4;
 
 struct ElementwiseLayout {
   int num_operands = 0;
   int64_t numel = 0;
-  DimVector shape;                                 // after merging dims
-  std::array<DimVector, kMaxOperands> strides;     // in bytes
+  DimVector shape;                              // after merging dims
+  std::array<DimVector, kMaxOperands> strides;  // in bytes
   std::array<char*, kMaxOperands> data{};
 };
 
@@ -38,9 +42,52 @@ ElementwiseLayout make_elementwise_layout(const Tensor& out,
 using RowFn = void (*)(void* ctx, char** data, const int64_t* strides, int64_t n);
 void run_elementwise(const ElementwiseLayout& layout, RowFn fn, void* ctx);
 
-// out = a + alpha * b; out = a * b. Inputs already have out's dtype.
+// Unary kernels: `in` has out's dtype, except LogicalNot (out Bool, any input).
+// Neg .. Relu are numeric (Int64, Float32, Float64); Exp .. GeluTanh floating.
+enum class UnaryOp : uint8_t {
+  Neg,
+  Abs,
+  Sign,
+  Square,
+  Relu,
+  Exp,
+  Expm1,
+  Log,
+  Log1p,
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Sin,
+  Cos,
+  Tanh,
+  Sigmoid,
+  Gelu,
+  GeluTanh,
+  LogicalNot
+};
+void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in);
+// out = x * beta > threshold ? x : log1p(exp(beta * x)) / beta.
+void softplus_kernel(const Tensor& out, const Tensor& in, const Scalar& beta,
+                     const Scalar& threshold);
+// out = base ^ exponent; an Int64 base computes exactly (int_pow in elementwise_rows.h).
+void pow_scalar_kernel(const Tensor& out, const Tensor& base, const Scalar& exponent);
+// out = min(max(in, min), max), a missing bound left out; NaN stays NaN.
+void clamp_kernel(const Tensor& out, const Tensor& in, const std::optional<Scalar>& min,
+                  const std::optional<Scalar>& max);
+
+// Binary kernels: a and b have out's dtype. Add/Sub take alpha (out = a ± alpha*b);
+// Div takes floating dtypes; Bool takes Add (or), Mul (and), Maximum, Minimum.
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Pow, Maximum, Minimum };
+void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
+                   const Scalar& alpha);
+// Comparisons and logical ops: out is Bool, a and b share any dtype.
+enum class CompareOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr };
+void compare_kernel(CompareOp op, const Tensor& out, const Tensor& a, const Tensor& b);
+// out = condition ? a : b; condition is Bool, a and b have out's dtype.
+void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b);
+
+// out = a + alpha * b (binary_kernel with BinaryOp::Add).
 void add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha);
-void mul_kernel(const Tensor& out, const Tensor& a, const Tensor& b);
 // out = value, and out = src (broadcast, converting dtype).
 void fill_kernel(const Tensor& out, const Scalar& value);
 void copy_kernel(const Tensor& out, const Tensor& src);

@@ -1,0 +1,163 @@
+// Binary and ternary elementwise kernels: arithmetic, comparisons, where.
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/cpu/elementwise_rows.h"
+#include "tensor/scalar.h"
+#include "tensor/tensor.h"
+
+namespace strata::cpu {
+namespace {
+
+// On Bool, + is `or` and * is `and`, as in PyTorch.
+template <class T>
+struct Add {
+  T alpha;
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>)
+      return a || (alpha && b);
+    else
+      return a + alpha * b;
+  }
+};
+template <class T>
+struct Sub {
+  T alpha;
+  T operator()(T a, T b) const { return a - alpha * b; }
+};
+struct Mul {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>)
+      return a && b;
+    else
+      return a * b;
+  }
+};
+struct Div {
+  template <class T>
+  T operator()(T a, T b) const {
+    return a / b;
+  }
+};
+struct Pow {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::pow(a, b);
+    else
+      return int_pow(a, b);
+  }
+};
+// A NaN on either side wins, as in PyTorch (std::max would keep the first argument).
+struct Maximum {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (b != b) return b;
+    }
+    return a < b ? b : a;
+  }
+};
+struct Minimum {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (b != b) return b;
+    }
+    return b < a ? b : a;
+  }
+};
+
+// out = op(a, b) in out's dtype, one of Ts; make_op(T{}) builds the op for T.
+template <class... Ts, class MakeOp>
+void typed_binary(const Tensor& out, const Tensor& a, const Tensor& b, const char* name,
+                  const MakeOp& make_op) {
+  STRATA_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), name,
+               "kernel expects inputs of the output's dtype ", out.dtype(), ", got ", a.dtype(),
+               " and ", b.dtype());
+  dispatch_among<Ts...>(out.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    run_binary<T, T>(out, a, b, make_op(tag));
+  });
+}
+
+template <class Op>
+constexpr auto stateless = [](auto) { return Op{}; };
+
+template <template <class> class Op>
+auto scaled_by(const Scalar& alpha) {
+  return [&alpha](auto tag) { return Op<decltype(tag)>{alpha.to<decltype(tag)>()}; };
+}
+
+}  // namespace
+
+void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
+                   const Scalar& alpha) {
+  switch (op) {
+    case BinaryOp::Add:
+      return typed_binary<bool, int64_t, float, double>(out, a, b, "strata::add",
+                                                        scaled_by<Add>(alpha));
+    case BinaryOp::Sub:
+      return typed_binary<int64_t, float, double>(out, a, b, "strata::sub", scaled_by<Sub>(alpha));
+    case BinaryOp::Mul:
+      return typed_binary<bool, int64_t, float, double>(out, a, b, "strata::mul", stateless<Mul>);
+    case BinaryOp::Div:
+      return typed_binary<float, double>(out, a, b, "strata::div", stateless<Div>);
+    case BinaryOp::Pow:
+      return typed_binary<int64_t, float, double>(out, a, b, "strata::pow", stateless<Pow>);
+    case BinaryOp::Maximum:
+      return typed_binary<bool, int64_t, float, double>(out, a, b, "strata::maximum",
+                                                        stateless<Maximum>);
+    case BinaryOp::Minimum:
+      return typed_binary<bool, int64_t, float, double>(out, a, b, "strata::minimum",
+                                                        stateless<Minimum>);
+  }
+}
+
+void compare_kernel(CompareOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  STRATA_CHECK(out.dtype() == kBool && a.dtype() == b.dtype(), "strata::compare",
+               "kernel expects a Bool output and inputs of one dtype, got ", out.dtype(), ", ",
+               a.dtype(), " and ", b.dtype());
+  dispatch_all(a.dtype(), "strata::compare", [&](auto tag) {
+    using T = decltype(tag);
+    auto run = [&](auto fn) { run_binary<bool, T>(out, a, b, fn); };
+    switch (op) {
+      case CompareOp::Eq: return run([](T x, T y) { return x == y; });
+      case CompareOp::Ne: return run([](T x, T y) { return x != y; });
+      case CompareOp::Lt: return run([](T x, T y) { return x < y; });
+      case CompareOp::Le: return run([](T x, T y) { return x <= y; });
+      case CompareOp::Gt: return run([](T x, T y) { return x > y; });
+      case CompareOp::Ge: return run([](T x, T y) { return x >= y; });
+      case CompareOp::LogicalAnd: return run([](T x, T y) { return x != T(0) && y != T(0); });
+      case CompareOp::LogicalOr: return run([](T x, T y) { return x != T(0) || y != T(0); });
+    }
+  });
+}
+
+void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b) {
+  STRATA_CHECK(condition.dtype() == kBool && a.dtype() == out.dtype() && b.dtype() == out.dtype(),
+               "strata::where", "kernel expects a Bool condition and inputs of the output's dtype ",
+               out.dtype(), ", got ", condition.dtype(), ", ", a.dtype(), " and ", b.dtype());
+  dispatch_all(out.dtype(), "strata::where", [&](auto tag) {
+    using T = decltype(tag);
+    auto row = [](char** data, const int64_t* s, int64_t n) {
+      if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == sizeof(T)) {
+        T* out = reinterpret_cast<T*>(data[0]);
+        const bool* c = reinterpret_cast<const bool*>(data[1]);
+        const T* x = reinterpret_cast<const T*>(data[2]);
+        const T* y = reinterpret_cast<const T*>(data[3]);
+        for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? x[i] : y[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          element<T>(data[0], s[0], i) = element<const bool>(data[1], s[1], i)
+                                             ? element<const T>(data[2], s[2], i)
+                                             : element<const T>(data[3], s[3], i);
+        }
+      }
+    };
+    run_rows(make_elementwise_layout(out, {&condition, &a, &b}), row);
+  });
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,143 @@
+#pragma once
+
+// The row functions of Note [Elementwise loops], shared by the elementwise kernel
+// files. Pulls in Eigen: include it from kernels/cpu/*.cpp only.
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <concepts>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cpu/elementwise.h"
+#include "tensor/error.h"
+#include "tensor/scalar_type.h"
+
+namespace strata::cpu {
+
+template <class T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+template <class T>
+T& element(char* row, int64_t stride, int64_t i) {
+  return *reinterpret_cast<T*>(row + i * stride);
+}
+
+// Calls f(T{}) for the T among Ts that matches dtype; any other dtype is an error
+// naming `op`. Only the listed types are instantiated.
+template <class... Ts, class F>
+void dispatch_among(ScalarType dtype, const char* op, F&& f) {
+  const bool found = ((dtype == scalar_type_of<Ts> ? (f(Ts{}), true) : false) || ...);
+  STRATA_CHECK(found, op, "the CPU kernel does not support dtype ", dtype);
+}
+
+template <class F>
+void dispatch_floating(ScalarType dtype, const char* op, F&& f) {
+  dispatch_among<float, double>(dtype, op, std::forward<F>(f));
+}
+template <class F>
+void dispatch_numeric(ScalarType dtype, const char* op, F&& f) {
+  dispatch_among<int64_t, float, double>(dtype, op, std::forward<F>(f));
+}
+template <class F>
+void dispatch_all(ScalarType dtype, const char* op, F&& f) {
+  dispatch_among<bool, int64_t, float, double>(dtype, op, std::forward<F>(f));
+}
+
+// base^exponent in integer arithmetic, wrapping on overflow. A negative exponent
+// truncates 1 / base^|exponent| like integer division: 0 unless base is 1 or -1.
+inline int64_t int_pow(int64_t base, int64_t exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return exponent % 2 == 0 ? 1 : -1;
+    return 0;
+  }
+  uint64_t result = 1;
+  uint64_t factor = static_cast<uint64_t>(base);
+  for (; exponent != 0; exponent >>= 1) {
+    if (exponent & 1) result *= factor;
+    factor *= factor;
+  }
+  return static_cast<int64_t>(result);
+}
+
+// Runs row(data, strides, n) over every row of the layout.
+template <class Row>
+void run_rows(const ElementwiseLayout& layout, const Row& row) {
+  run_elementwise(
+      layout,
+      [](void* ctx, char** data, const int64_t* strides, int64_t n) {
+        (*static_cast<const Row*>(ctx))(data, strides, n);
+      },
+      const_cast<Row*>(&row));
+}
+
+// An op with an Eigen array expression for whole contiguous rows.
+template <class Op, class In>
+concept HasArrayForm = requires(const Op& op, const ConstArrayMap<In>& x) {
+  op.array(x);
+};
+
+// out = op(in): op(x) per element, op.array(map) on contiguous rows when it has one.
+template <class Out, class In, class Op>
+void unary_row(char** data, const int64_t* strides, int64_t n, const Op& op) {
+  Out* out = reinterpret_cast<Out*>(data[0]);
+  const In* in = reinterpret_cast<const In*>(data[1]);
+  if (strides[0] == sizeof(Out) && strides[1] == sizeof(In)) {
+    if constexpr (HasArrayForm<Op, In>) {
+      ArrayMap<Out>(out, n) = op.array(ConstArrayMap<In>(in, n));
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = op(in[i]);
+    }
+  } else if (strides[0] == sizeof(Out) && strides[1] == 0) {
+    std::fill_n(out, n, op(*in));
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      element<Out>(data[0], strides[0], i) = op(element<const In>(data[1], strides[1], i));
+    }
+  }
+}
+
+// out = op(a, b), with the broadcast value hoisted when a or b has stride 0.
+template <class Out, class In, class Op>
+void binary_row(char** data, const int64_t* strides, int64_t n, const Op& op) {
+  Out* out = reinterpret_cast<Out*>(data[0]);
+  const In* a = reinterpret_cast<const In*>(data[1]);
+  const In* b = reinterpret_cast<const In*>(data[2]);
+  constexpr int64_t so = sizeof(Out);
+  constexpr int64_t si = sizeof(In);
+  if (strides[0] == so && strides[1] == si && strides[2] == si) {
+    for (int64_t i = 0; i < n; ++i) out[i] = op(a[i], b[i]);
+  } else if (strides[0] == so && strides[1] == si && strides[2] == 0) {
+    const In bv = *b;
+    for (int64_t i = 0; i < n; ++i) out[i] = op(a[i], bv);
+  } else if (strides[0] == so && strides[1] == 0 && strides[2] == si) {
+    const In av = *a;
+    for (int64_t i = 0; i < n; ++i) out[i] = op(av, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      element<Out>(data[0], strides[0], i) =
+          op(element<const In>(data[1], strides[1], i), element<const In>(data[2], strides[2], i));
+    }
+  }
+}
+
+template <class Out, class In, class Op>
+void run_unary(const Tensor& out, const Tensor& in, const Op& op) {
+  run_rows(make_elementwise_layout(out, {&in}),
+           [&op](char** data, const int64_t* strides, int64_t n) {
+             unary_row<Out, In>(data, strides, n, op);
+           });
+}
+
+template <class Out, class In, class Op>
+void run_binary(const Tensor& out, const Tensor& a, const Tensor& b, const Op& op) {
+  run_rows(make_elementwise_layout(out, {&a, &b}),
+           [&op](char** data, const int64_t* strides, int64_t n) {
+             binary_row<Out, In>(data, strides, n, op);
+           });
+}
+
+}  // namespace strata::cpu

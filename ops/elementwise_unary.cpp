@@ -1,0 +1,245 @@
+// Unary elementwise operators: numeric (neg, abs, ... in the input's dtype),
+// floating math (exp, log, ... Int64 and Bool inputs compute in Float32),
+// activations (relu, gelu, softplus), pow with a Scalar exponent, clamp and
+// logical_not, with the in-place relu_ and clamp_.
+#include <string_view>
+
+#include "dispatcher/library.h"
+#include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_util.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata {
+namespace {
+
+using cpu::UnaryOp;
+using elementwise::InDtype;
+
+using UnarySig = Tensor(const Tensor&);
+using GeluSig = Tensor(const Tensor&, std::string_view);
+using SoftplusSig = Tensor(const Tensor&, const Scalar&, const Scalar&);
+using PowScalarSig = Tensor(const Tensor&, const Scalar&);
+using ClampSig = Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&);
+using ClampInplaceSig = const Tensor&(const Tensor&, const std::optional<Scalar>&,
+                                      const std::optional<Scalar>&);
+
+constexpr const char* op_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "strata::neg";
+    case UnaryOp::Abs: return "strata::abs";
+    case UnaryOp::Sign: return "strata::sign";
+    case UnaryOp::Square: return "strata::square";
+    case UnaryOp::Relu: return "strata::relu";
+    case UnaryOp::Exp: return "strata::exp";
+    case UnaryOp::Expm1: return "strata::expm1";
+    case UnaryOp::Log: return "strata::log";
+    case UnaryOp::Log1p: return "strata::log1p";
+    case UnaryOp::Sqrt: return "strata::sqrt";
+    case UnaryOp::Rsqrt: return "strata::rsqrt";
+    case UnaryOp::Reciprocal: return "strata::reciprocal";
+    case UnaryOp::Sin: return "strata::sin";
+    case UnaryOp::Cos: return "strata::cos";
+    case UnaryOp::Tanh: return "strata::tanh";
+    case UnaryOp::Sigmoid: return "strata::sigmoid";
+    case UnaryOp::Gelu:
+    case UnaryOp::GeluTanh: return "strata::gelu";
+    case UnaryOp::LogicalNot: return "strata::logical_not";
+  }
+  return "?";
+}
+
+// A new contiguous output of self's shape in `dtype`.
+Tensor new_output(const Tensor& self, ScalarType dtype, const char* op) {
+  return make_empty_tensor(self.sizes(), dtype, self.device(), op);
+}
+
+// Ops with integer meaning keep the input's dtype (Bool is rejected).
+template <UnaryOp kOp>
+Tensor numeric_cpu(const Tensor& self) {
+  elementwise::check_not_bool(self.dtype(), op_name(kOp));
+  Tensor out = new_output(self, self.dtype(), op_name(kOp));
+  cpu::unary_kernel(kOp, out, self);
+  return out;
+}
+
+Tensor floating(UnaryOp op, const Tensor& self) {
+  const ScalarType dtype = elementwise::floating_dtype(self.dtype());
+  Tensor out = new_output(self, dtype, op_name(op));
+  cpu::unary_kernel(op, out, InDtype(self, dtype));
+  return out;
+}
+
+template <UnaryOp kOp>
+Tensor floating_cpu(const Tensor& self) {
+  return floating(kOp, self);
+}
+
+Tensor gelu_cpu(const Tensor& self, std::string_view approximate) {
+  STRATA_CHECK(approximate == "none" || approximate == "tanh", "strata::gelu",
+               "approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return floating(approximate == "none" ? UnaryOp::Gelu : UnaryOp::GeluTanh, self);
+}
+
+Tensor softplus_cpu(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  const ScalarType dtype = elementwise::floating_dtype(self.dtype());
+  Tensor out = new_output(self, dtype, "strata::softplus");
+  cpu::softplus_kernel(out, InDtype(self, dtype), beta, threshold);
+  return out;
+}
+
+Tensor logical_not_cpu(const Tensor& self) {
+  Tensor out = new_output(self, kBool, "strata::logical_not");
+  cpu::unary_kernel(UnaryOp::LogicalNot, out, self);
+  return out;
+}
+
+Tensor pow_scalar_cpu(const Tensor& self, const Scalar& exponent) {
+  const ScalarType dtype = result_type(self, wrapped_scalar_tensor(exponent));
+  elementwise::check_not_bool(dtype, "strata::pow");
+  STRATA_CHECK(is_floating_point(dtype) || exponent.to_int() >= 0, "strata::pow",
+               "integers to negative integer powers are not allowed (", dtype, " base, exponent ",
+               exponent, ")");
+  Tensor out = new_output(self, dtype, "strata::pow");
+  cpu::pow_scalar_kernel(out, InDtype(self, dtype), exponent);
+  return out;
+}
+
+// The dtype clamp computes in: bounds promote like wrapped numbers.
+ScalarType clamp_dtype(const Tensor& self, const std::optional<Scalar>& min,
+                       const std::optional<Scalar>& max, const char* op) {
+  STRATA_CHECK(min || max, op, "at least one of min and max must be given");
+  const Tensor operands[] = {self, min ? wrapped_scalar_tensor(*min) : Tensor(),
+                             max ? wrapped_scalar_tensor(*max) : Tensor()};
+  const ScalarType dtype = result_type(ArrayRef<Tensor>(operands, 3));
+  elementwise::check_not_bool(dtype, op);
+  return dtype;
+}
+
+Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min,
+                 const std::optional<Scalar>& max) {
+  const ScalarType dtype = clamp_dtype(self, min, max, "strata::clamp");
+  Tensor out = new_output(self, dtype, "strata::clamp");
+  cpu::clamp_kernel(out, InDtype(self, dtype), min, max);
+  return out;
+}
+
+const Tensor& clamp__cpu(const Tensor& self, const std::optional<Scalar>& min,
+                         const std::optional<Scalar>& max) {
+  const ScalarType dtype = clamp_dtype(self, min, max, "strata::clamp_");
+  elementwise::check_in_place(self, dtype, self.sizes(), "strata::clamp_");
+  cpu::clamp_kernel(self, self, min, max);
+  self.impl()->bump_version();
+  return self;
+}
+
+const Tensor& relu__cpu(const Tensor& self) {
+  elementwise::check_not_bool(self.dtype(), "strata::relu_");
+  cpu::unary_kernel(UnaryOp::Relu, self, self);
+  self.impl()->bump_version();
+  return self;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("neg(Tensor self) -> Tensor");
+  m.def("abs(Tensor self) -> Tensor");
+  m.def("sign(Tensor self) -> Tensor");
+  m.def("square(Tensor self) -> Tensor");
+  m.def("relu(Tensor self) -> Tensor");
+  m.def("relu_(Tensor(a!) self) -> Tensor(a!)");
+  m.def("exp(Tensor self) -> Tensor");
+  m.def("expm1(Tensor self) -> Tensor");
+  m.def("log(Tensor self) -> Tensor");
+  m.def("log1p(Tensor self) -> Tensor");
+  m.def("sqrt(Tensor self) -> Tensor");
+  m.def("rsqrt(Tensor self) -> Tensor");
+  m.def("reciprocal(Tensor self) -> Tensor");
+  m.def("sin(Tensor self) -> Tensor");
+  m.def("cos(Tensor self) -> Tensor");
+  m.def("tanh(Tensor self) -> Tensor");
+  m.def("sigmoid(Tensor self) -> Tensor");
+  m.def("gelu(Tensor self, *, str approximate='none') -> Tensor");
+  m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor");
+  m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor");
+  m.def("logical_not(Tensor self) -> Tensor");
+  m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");
+  m.def("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("neg", &numeric_cpu<UnaryOp::Neg>);
+  m.impl("abs", &numeric_cpu<UnaryOp::Abs>);
+  m.impl("sign", &numeric_cpu<UnaryOp::Sign>);
+  m.impl("square", &numeric_cpu<UnaryOp::Square>);
+  m.impl("relu", &numeric_cpu<UnaryOp::Relu>);
+  m.impl("relu_", &relu__cpu);
+  m.impl("exp", &floating_cpu<UnaryOp::Exp>);
+  m.impl("expm1", &floating_cpu<UnaryOp::Expm1>);
+  m.impl("log", &floating_cpu<UnaryOp::Log>);
+  m.impl("log1p", &floating_cpu<UnaryOp::Log1p>);
+  m.impl("sqrt", &floating_cpu<UnaryOp::Sqrt>);
+  m.impl("rsqrt", &floating_cpu<UnaryOp::Rsqrt>);
+  m.impl("reciprocal", &floating_cpu<UnaryOp::Reciprocal>);
+  m.impl("sin", &floating_cpu<UnaryOp::Sin>);
+  m.impl("cos", &floating_cpu<UnaryOp::Cos>);
+  m.impl("tanh", &floating_cpu<UnaryOp::Tanh>);
+  m.impl("sigmoid", &floating_cpu<UnaryOp::Sigmoid>);
+  m.impl("gelu", &gelu_cpu);
+  m.impl("softplus", &softplus_cpu);
+  m.impl("pow.Tensor_Scalar", &pow_scalar_cpu);
+  m.impl("logical_not", &logical_not_cpu);
+  m.impl("clamp", &clamp_cpu);
+  m.impl("clamp_", &clamp__cpu);
+}
+
+}  // namespace
+
+Tensor Tensor::neg() const { return STRATA_OP("strata::neg", "", UnarySig).call(*this); }
+Tensor Tensor::abs() const { return STRATA_OP("strata::abs", "", UnarySig).call(*this); }
+Tensor Tensor::sign() const { return STRATA_OP("strata::sign", "", UnarySig).call(*this); }
+Tensor Tensor::square() const { return STRATA_OP("strata::square", "", UnarySig).call(*this); }
+Tensor Tensor::relu() const { return STRATA_OP("strata::relu", "", UnarySig).call(*this); }
+Tensor Tensor::exp() const { return STRATA_OP("strata::exp", "", UnarySig).call(*this); }
+Tensor Tensor::expm1() const { return STRATA_OP("strata::expm1", "", UnarySig).call(*this); }
+Tensor Tensor::log() const { return STRATA_OP("strata::log", "", UnarySig).call(*this); }
+Tensor Tensor::log1p() const { return STRATA_OP("strata::log1p", "", UnarySig).call(*this); }
+Tensor Tensor::sqrt() const { return STRATA_OP("strata::sqrt", "", UnarySig).call(*this); }
+Tensor Tensor::rsqrt() const { return STRATA_OP("strata::rsqrt", "", UnarySig).call(*this); }
+Tensor Tensor::reciprocal() const {
+  return STRATA_OP("strata::reciprocal", "", UnarySig).call(*this);
+}
+Tensor Tensor::sin() const { return STRATA_OP("strata::sin", "", UnarySig).call(*this); }
+Tensor Tensor::cos() const { return STRATA_OP("strata::cos", "", UnarySig).call(*this); }
+Tensor Tensor::tanh() const { return STRATA_OP("strata::tanh", "", UnarySig).call(*this); }
+Tensor Tensor::sigmoid() const { return STRATA_OP("strata::sigmoid", "", UnarySig).call(*this); }
+Tensor Tensor::gelu() const { return STRATA_OP("strata::gelu", "", GeluSig).call(*this, "none"); }
+Tensor Tensor::softplus(const Scalar& beta, const Scalar& threshold) const {
+  return STRATA_OP("strata::softplus", "", SoftplusSig).call(*this, beta, threshold);
+}
+Tensor Tensor::pow(const Scalar& exponent) const { return strata::pow(*this, exponent); }
+Tensor Tensor::logical_not() const {
+  return STRATA_OP("strata::logical_not", "", UnarySig).call(*this);
+}
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return strata::clamp(*this, min, max);
+}
+const Tensor& Tensor::relu_() const {
+  return STRATA_OP("strata::relu_", "", const Tensor&(const Tensor&)).call(*this);
+}
+const Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return STRATA_OP("strata::clamp_", "", ClampInplaceSig).call(*this, min, max);
+}
+
+Tensor pow(const Tensor& base, const Scalar& exponent) {
+  return STRATA_OP("strata::pow", "Tensor_Scalar", PowScalarSig).call(base, exponent);
+}
+Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max) {
+  return STRATA_OP("strata::clamp", "", ClampSig).call(t, min, max);
+}
+
+Tensor operator-(const Tensor& t) { return t.neg(); }
+Tensor operator!(const Tensor& t) { return t.logical_not(); }
+
+}  // namespace strata

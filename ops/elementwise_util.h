@@ -1,0 +1,51 @@
+#pragma once
+
+// Helpers shared by the elementwise operator files (ops/elementwise_*.cpp).
+
+#include "tensor/array_ref.h"
+#include "tensor/scalar.h"
+#include "tensor/scalar_type.h"
+#include "tensor/tensor.h"
+
+namespace strata::elementwise {
+
+// t converted to `dtype` for a CPU kernel. A broadcast (stride-0) dim of t is
+// converted once and stays broadcast, so an expanded input costs no more than its
+// distinct elements.
+Tensor converted_copy(const Tensor& t, ScalarType dtype);
+
+// An input in the dtype a kernel computes in, for the length of one call:
+//   cpu::binary_kernel(op, out, InDtype(a, dtype), InDtype(b, dtype), alpha);
+// An input that already has the dtype is passed through by reference: no copy of
+// the handle, so no reference-count traffic on the hot path of small ops.
+class InDtype {
+ public:
+  InDtype(const Tensor& t, ScalarType dtype) : original_(t) {
+    if (t.dtype() != dtype) converted_ = converted_copy(t, dtype);
+  }
+  InDtype(const InDtype&) = delete;
+  InDtype& operator=(const InDtype&) = delete;
+  operator const Tensor&() const { return converted_.defined() ? converted_ : original_; }
+
+ private:
+  const Tensor& original_;
+  Tensor converted_;
+};
+
+// The dtype of float-only math (exp, div, ...): floating inputs keep theirs, Int64
+// and Bool compute in Float32.
+ScalarType floating_dtype(ScalarType dtype);
+
+// An in-place op on self whose result has `result_dtype` and `result_shape`: the
+// result must fit self's shape and cast to self's dtype without changing category
+// (Float64 into Float32 is fine, Float32 into Int64 is not).
+void check_in_place(const Tensor& self, ScalarType result_dtype, IntArrayRef result_shape,
+                    const char* op);
+
+// A floating-point alpha needs a floating-point result.
+void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op);
+
+// Arithmetic without a Bool meaning (neg, sub, pow, ...) rejects Bool inputs.
+void check_not_bool(ScalarType dtype, const char* op);
+
+}  // namespace strata::elementwise

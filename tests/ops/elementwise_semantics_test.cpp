@@ -1,0 +1,126 @@
+// What the op table's value checks do not see: aliasing and versions of copies and
+// in-place ops, NaN handling, exact integer math, and tensors large enough to run
+// the parallel path of the elementwise driver.
+#include <gtest/gtest.h>
+#include <strata/strata.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tensor/shape_inference.h"
+
+namespace st = strata;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The transpose of a 2-D tensor, as a view (independent of the shape ops).
+st::Tensor transposed(const st::Tensor& t) {
+  return st::Tensor(st::make_intrusive<st::TensorImpl>(
+      t.impl()->storage(), t.dtype(), st::IntArrayRef({t.sizes()[1], t.sizes()[0]}),
+      st::IntArrayRef({t.strides()[1], t.strides()[0]}), t.storage_offset()));
+}
+
+// A [rows, cols] Float32 view of a [cols, rows] tensor holding i * 1e-5 - 1.
+st::Tensor transposed_ramp(int64_t rows, int64_t cols) {
+  std::vector<float> values(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 1e-5f - 1.0f;
+  return transposed(st::tensor(values, {cols, rows}));
+}
+
+TEST(ElementwiseSemantics, CloneCopiesIntoNewContiguousStorage) {
+  const st::Tensor x = transposed(st::tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, {2, 3}));
+  const st::Tensor c = x.clone();
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_NE(c.data_ptr(), x.data_ptr());
+  EXPECT_EQ(c.to_vector<double>(), (std::vector<double>{1, 4, 2, 5, 3, 6}));
+  c.fill_(0.0);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 4, 2, 5, 3, 6}));
+}
+
+TEST(ElementwiseSemantics, ToConvertsAndKeepsTheTensorForItsOwnDtype) {
+  const st::Tensor x = st::tensor(std::vector<float>{2.7f, -2.7f, 0.0f}, {3});
+  EXPECT_EQ(x.to(st::kFloat32).impl(), x.impl());
+  EXPECT_EQ(x.to(st::kInt64).to_vector<int64_t>(), (std::vector<int64_t>{2, -2, 0}));
+  EXPECT_EQ(x.to(st::kBool).to_vector<bool>(), (std::vector<bool>{true, true, false}));
+  EXPECT_EQ(x.to(st::kFloat64).dtype(), st::kFloat64);
+}
+
+TEST(ElementwiseSemantics, ContiguousCopiesOnlyWhenNeeded) {
+  const st::Tensor x = st::tensor({1.0, 2.0, 3.0, 4.0}, {2, 2});
+  EXPECT_EQ(x.contiguous().impl(), x.impl());
+  const st::Tensor c = transposed(x).contiguous();
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_EQ(c.to_vector<double>(), (std::vector<double>{1, 3, 2, 4}));
+}
+
+TEST(ElementwiseSemantics, InPlaceOpsReturnSelfAndBumpTheVersion) {
+  const st::Tensor x = st::tensor({-1.0, 4.0}, {2});
+  const st::Tensor two = st::tensor({2.0}, {});
+  uint32_t version = x.version();
+  auto expect_in_place = [&](const st::Tensor& returned, std::vector<double> values) {
+    EXPECT_EQ(returned.impl(), x.impl());
+    EXPECT_EQ(x.version(), ++version);
+    EXPECT_EQ(x.to_vector<double>(), values);
+  };
+  expect_in_place(x.sub_(two), {-3, 2});
+  expect_in_place(x.div_(two), {-1.5, 1});
+  expect_in_place(x.relu_(), {0, 1});
+  expect_in_place(x.clamp_(0.25, 0.5), {0.25, 0.5});
+  expect_in_place(x.sub_(two, 0.5), {-0.75, -0.5});
+}
+
+TEST(ElementwiseSemantics, NaNPropagates) {
+  const st::Tensor x = st::tensor({kNaN, 1.0}, {2});
+  const st::Tensor y = st::tensor({0.0, kNaN}, {2});
+  for (const st::Tensor& r : {st::maximum(x, y), st::minimum(x, y), st::maximum(y, x)}) {
+    const std::vector<double> v = r.to_vector<double>();
+    EXPECT_TRUE(std::isnan(v[0]) && std::isnan(v[1]));
+  }
+  EXPECT_TRUE(std::isnan(x.relu().to_vector<double>()[0]));
+  EXPECT_TRUE(std::isnan(x.clamp(0.0, 0.5).to_vector<double>()[0]));
+}
+
+TEST(ElementwiseSemantics, IntegerMathIsExact) {
+  // 3^39 and (-2)^39 are not doubles: a floating pow would round them.
+  const st::Tensor base = st::tensor(std::vector<int64_t>{3, -2}, {2});
+  EXPECT_EQ(base.pow(39).to_vector<int64_t>(),
+            (std::vector<int64_t>{4052555153018976267, -549755813888}));
+  EXPECT_EQ((base * base).dtype(), st::kInt64);
+  const st::Tensor seven = st::tensor(std::vector<int64_t>{7, -7}, {2});
+  EXPECT_EQ((seven / 2).dtype(), st::kFloat32);
+  EXPECT_EQ((seven / 2).to_vector<double>(), (std::vector<double>{3.5, -3.5}));
+  EXPECT_EQ(seven.exp().dtype(), st::kFloat32);
+}
+
+TEST(ElementwiseSemantics, LargeStridedAndBroadcastInputsRunInParallel) {
+  const int64_t rows = 700, cols = 300;  // 210000 elements: several grains
+  const st::Tensor a = transposed_ramp(rows, cols);
+  std::vector<float> column_index(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) column_index[static_cast<size_t>(c)] = static_cast<float>(c);
+  const st::Tensor b = st::tensor(column_index, {cols});  // broadcast along rows
+  const std::vector<float> av = a.to_vector<float>();
+  const std::vector<float> sum = (a + b).to_vector<float>();
+  const std::vector<float> e = a.exp().to_vector<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t i = static_cast<size_t>(r * cols + c);
+      ASSERT_EQ(sum[i], av[i] + static_cast<float>(c)) << r << ", " << c;
+      ASSERT_NEAR(e[i], std::exp(av[i]), 1e-6 * std::exp(av[i])) << r << ", " << c;
+    }
+  }
+}
+
+TEST(ElementwiseSemantics, ExpandedInputsConvertOnlyTheirDistinctValues) {
+  // An Int64 row expanded to [rows, 4] meets a Float32 tensor: the row is converted
+  // once and stays broadcast.
+  const st::Tensor row = st::tensor(std::vector<int64_t>{1, 2, 3, 4}, {1, 4});
+  const st::Tensor expanded(st::make_intrusive<st::TensorImpl>(
+      row.impl()->storage(), st::kInt64, st::IntArrayRef({50000, 4}), st::IntArrayRef({0, 1}), 0));
+  const st::Tensor f = st::full({50000, 4}, 0.5, st::kFloat32);
+  const std::vector<float> sum = (expanded + f).to_vector<float>();
+  for (size_t i = 0; i < sum.size(); ++i) ASSERT_EQ(sum[i], static_cast<float>(i % 4 + 1) + 0.5f);
+}
+
+}  // namespace
