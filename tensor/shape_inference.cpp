@@ -1,6 +1,8 @@
 #include "tensor/shape_inference.h"
 
+#include <array>
 #include <limits>
+#include <vector>
 #include <optional>
 
 #include "tensor/dispatch_dtype.h"
@@ -29,22 +31,24 @@ int category(ScalarType t) {
 }
 // The dtype a wrapped number of this kind stands for when it decides.
 ScalarType wrapped_default(ScalarType t) { return is_floating_point(t) ? kFloat32 : t; }
-}  // namespace
 
-ScalarType result_type(ArrayRef<Tensor> operands) {
+// Over pointers, so the common two-operand call copies no Tensor handle (each
+// copy is an atomic reference-count update).
+template <class Pointers>
+ScalarType result_type_of(const Pointers& operands) {
   // Per class: the promoted dtype so far, or nothing.
   std::optional<ScalarType> dims, zero_dim, wrapped;
   auto fold = [](std::optional<ScalarType>& acc, ScalarType t) {
     acc = acc ? promote_types(*acc, t) : t;
   };
-  for (const Tensor& t : operands) {
-    if (!t.defined()) continue;
-    if (t.impl()->is_wrapped_number()) {
-      fold(wrapped, t.dtype());
-    } else if (t.dim() > 0) {
-      fold(dims, t.dtype());
+  for (const Tensor* t : operands) {
+    if (!t->defined()) continue;
+    if (t->impl()->is_wrapped_number()) {
+      fold(wrapped, t->dtype());
+    } else if (t->dim() > 0) {
+      fold(dims, t->dtype());
     } else {
-      fold(zero_dim, t.dtype());
+      fold(zero_dim, t->dtype());
     }
   }
   std::optional<ScalarType> result = dims;
@@ -56,9 +60,18 @@ ScalarType result_type(ArrayRef<Tensor> operands) {
   return *result;
 }
 
+}  // namespace
+
+ScalarType result_type(ArrayRef<Tensor> operands) {
+  std::vector<const Tensor*> pointers;
+  pointers.reserve(operands.size());
+  for (const Tensor& t : operands) pointers.push_back(&t);
+  return result_type_of(pointers);
+}
+
 ScalarType result_type(const Tensor& a, const Tensor& b) {
-  const Tensor operands[] = {a, b};
-  return result_type(ArrayRef<Tensor>(operands, 2));
+  const std::array<const Tensor*, 2> pointers{&a, &b};
+  return result_type_of(pointers);
 }
 
 Tensor wrapped_scalar_tensor(const Scalar& value) {
