@@ -72,6 +72,8 @@ Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
                  index.numel());
   }
   Tensor out = make_empty_tensor(shape, self.dtype(), self.device(), op);
+  // The kernel checks indices as it reads them; with nothing to read, check them here.
+  if (out.numel() == 0) cpu::check_index_range(index, size_at(self, d), d, op);
   cpu::index_select_kernel(out, self, d, index);
   return out;
 }

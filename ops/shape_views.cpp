@@ -282,9 +282,9 @@ Tensor expand_kernel(const Tensor& self, IntArrayRef size) {
 // A 0-dim tensor flattens to shape [1], as in PyTorch.
 Tensor flatten_composite(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   const char* op = "strata::flatten";
-  if (self.dim() == 0) return self.reshape({1});
   const int64_t start = wrap_dim(start_dim, self.dim(), op);
   const int64_t end = wrap_dim(end_dim, self.dim(), op);
+  if (self.dim() == 0) return self.reshape({1});
   STRATA_CHECK(start <= end, op, "start_dim ", start_dim, " comes after end_dim ", end_dim,
                " for shape ", shape_string(self.sizes()));
   DimVector shape;

@@ -222,6 +222,10 @@ TEST(IndexingErrors, OutOfRangeIndexNamesTheValueAndTheSize) {
                   {"[strata::index_select]", "index 5", "dim 0", "size 3"});
   expect_contains(error_message([&] { x.index_select(1, indices({-1})); }),
                   {"[strata::index_select]", "index -1", "dim 1", "size 4"});
+  expect_contains(error_message([&] {
+                    st::zeros({0, 3}).index_select(1, indices({3}));
+                  }),
+                  {"[strata::index_select]", "index 3", "dim 1", "size 3"});
   const st::Tensor big = st::tensor(std::vector<int64_t>{0, 1, 7, 2}, {2, 2});
   expect_contains(error_message([&] { x.gather(1, big); }),
                   {"[strata::gather]", "index 7", "dim 1", "size 4"});
