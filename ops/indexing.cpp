@@ -1,0 +1,256 @@
+// Indexing operators: index_select, gather, scatter_add(_), index_add(_) and
+// masked_fill(_). Index tensors are Int64; every index is checked against the
+// size of the dim it indexes.
+#include "kernels/cpu/indexing.h"
+
+#include <optional>
+
+#include "dispatcher/library.h"
+#include "kernels/cpu/elementwise.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata {
+namespace {
+
+// A 0-dim tensor counts as one element along dim 0.
+int64_t size_at(const Tensor& t, int64_t dim) { return t.dim() == 0 ? 1 : t.sizes()[dim]; }
+
+void check_index_tensor(const Tensor& self, const Tensor& index, const char* op) {
+  STRATA_CHECK(index.dtype() == kInt64, op, "index must be an Int64 tensor, got ", index.dtype(),
+               " (shape ", shape_string(index.sizes()), ")");
+  STRATA_CHECK(index.device() == self.device(), op, "index is on ", index.device(),
+               " but self is on ", self.device());
+}
+
+// index_select and index_add take a list of positions along one dim.
+void check_index_list(const Tensor& self, const Tensor& index, const char* op) {
+  check_index_tensor(self, index, op);
+  STRATA_CHECK(index.dim() <= 1, op, "index must be 0-dim or 1-D, got shape ",
+               shape_string(index.sizes()));
+}
+
+// gather and scatter_add: index has other's rank and fits inside it, except along
+// `free_dim` (the indexed dim of self) when given.
+void check_index_within(const Tensor& index, const Tensor& other, const char* other_name,
+                        std::optional<int64_t> free_dim, const char* op) {
+  STRATA_CHECK(index.dim() == other.dim(), op, "index of shape ", shape_string(index.sizes()),
+               " must have as many dims as ", other_name, " of shape ",
+               shape_string(other.sizes()));
+  for (int64_t k = 0; k < index.dim(); ++k) {
+    STRATA_CHECK(k == free_dim || index.sizes()[k] <= other.sizes()[k], op, "index of shape ",
+                 shape_string(index.sizes()), " is larger than ", other_name, " of shape ",
+                 shape_string(other.sizes()), " at dim ", k);
+  }
+}
+
+void check_same_dtype(const Tensor& self, const Tensor& values, const char* name, const char* op) {
+  STRATA_CHECK(values.dtype() == self.dtype(), op, name, " has dtype ", values.dtype(),
+               " but self has dtype ", self.dtype());
+  STRATA_CHECK(values.device() == self.device(), op, name, " is on ", values.device(),
+               " but self is on ", self.device());
+}
+
+// A contiguous copy of self for the out-of-place scatters to accumulate into.
+Tensor copy_of(const Tensor& self, const char* op) {
+  Tensor out = make_empty_tensor(self.sizes(), self.dtype(), self.device(), op);
+  cpu::copy_kernel(out, self);
+  return out;
+}
+
+Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
+  const char* op = "strata::index_select";
+  check_index_list(self, index, op);
+  const int64_t d = wrap_dim(dim, self.dim(), op);
+  DimVector shape(self.sizes());
+  if (self.dim() > 0) {
+    shape[d] = index.numel();
+  } else {
+    STRATA_CHECK(index.numel() == 1, op, "indexing a 0-dim tensor takes exactly one index, got ",
+                 index.numel());
+  }
+  Tensor out = make_empty_tensor(shape, self.dtype(), self.device(), op);
+  // The kernel checks indices as it reads them; with nothing to read, check them here.
+  if (out.numel() == 0) cpu::check_index_range(index, size_at(self, d), d, op);
+  cpu::index_select_kernel(out, self, d, index);
+  return out;
+}
+
+Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
+  const char* op = "strata::gather";
+  check_index_tensor(self, index, op);
+  const int64_t d = wrap_dim(dim, self.dim(), op);
+  check_index_within(index, self, "self", d, op);
+  Tensor out = make_empty_tensor(index.sizes(), self.dtype(), self.device(), op);
+  cpu::gather_kernel(out, self, d, index);
+  return out;
+}
+
+int64_t check_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                          const char* op) {
+  check_index_tensor(self, index, op);
+  check_same_dtype(self, src, "src", op);
+  const int64_t d = wrap_dim(dim, self.dim(), op);
+  check_index_within(index, self, "self", d, op);
+  check_index_within(index, src, "src", std::nullopt, op);
+  cpu::check_index_range(index, size_at(self, d), d, op);
+  return d;
+}
+
+Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  const char* op = "strata::scatter_add";
+  const int64_t d = check_scatter_add(self, dim, index, src, op);
+  Tensor out = copy_of(self, op);
+  cpu::scatter_add_kernel(out, d, index, src);
+  return out;
+}
+
+const Tensor& scatter_add__cpu(const Tensor& self, int64_t dim, const Tensor& index,
+                               const Tensor& src) {
+  const int64_t d = check_scatter_add(self, dim, index, src, "strata::scatter_add_");
+  cpu::scatter_add_kernel(self, d, index, src);
+  self.impl()->bump_version();
+  return self;
+}
+
+int64_t check_index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                        const Scalar& alpha, const char* op) {
+  check_index_list(self, index, op);
+  check_same_dtype(self, source, "source", op);
+  STRATA_CHECK(is_floating_point(self.dtype()) || !alpha.is_floating_point(), op, "alpha ", alpha,
+               " is a floating-point number but self has dtype ", self.dtype());
+  const int64_t d = wrap_dim(dim, self.dim(), op);
+  bool fits = source.dim() == self.dim() && size_at(source, d) == index.numel();
+  for (int64_t k = 0; fits && k < self.dim(); ++k) {
+    fits = k == d || source.sizes()[k] == self.sizes()[k];
+  }
+  STRATA_CHECK(fits, op, "source of shape ", shape_string(source.sizes()),
+               " must match self of shape ", shape_string(self.sizes()), " except at dim ", d,
+               ", where its size must be the number of indices (", index.numel(), ")");
+  cpu::check_index_range(index, size_at(self, d), d, op);
+  return d;
+}
+
+Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                     const Scalar& alpha) {
+  const char* op = "strata::index_add";
+  const int64_t d = check_index_add(self, dim, index, source, alpha, op);
+  Tensor out = copy_of(self, op);
+  cpu::index_add_kernel(out, d, index, source, alpha);
+  return out;
+}
+
+const Tensor& index_add__cpu(const Tensor& self, int64_t dim, const Tensor& index,
+                             const Tensor& source, const Scalar& alpha) {
+  const int64_t d = check_index_add(self, dim, index, source, alpha, "strata::index_add_");
+  cpu::index_add_kernel(self, d, index, source, alpha);
+  self.impl()->bump_version();
+  return self;
+}
+
+void check_masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value,
+                       const char* op) {
+  STRATA_CHECK(mask.dtype() == kBool, op, "mask must be a Bool tensor, got ", mask.dtype(),
+               " (shape ", shape_string(mask.sizes()), ")");
+  STRATA_CHECK(mask.device() == self.device(), op, "mask is on ", mask.device(), " but self is on ",
+               self.device());
+  STRATA_CHECK(is_floating_point(self.dtype()) || !value.is_floating_point(), op, "cannot fill a ",
+               self.dtype(), " tensor with the floating-point value ", value);
+}
+
+// Like PyTorch, the out-of-place form broadcasts self and mask together.
+Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  const char* op = "strata::masked_fill";
+  check_masked_fill(self, mask, value, op);
+  const DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), op);
+  Tensor out = make_empty_tensor(shape, self.dtype(), self.device(), op);
+  cpu::masked_fill_kernel(out, self, mask, value);
+  return out;
+}
+
+const Tensor& masked_fill__cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  const char* op = "strata::masked_fill_";
+  check_masked_fill(self, mask, value, op);
+  const DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), op);
+  STRATA_CHECK(IntArrayRef(shape) == self.sizes(), op, "mask of shape ", shape_string(mask.sizes()),
+               " cannot be broadcast to self's shape ", shape_string(self.sizes()));
+  cpu::masked_fill_kernel(self, self, mask, value);
+  self.impl()->bump_version();
+  return self;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("index_select(Tensor self, int dim, Tensor index) -> Tensor");
+  m.def("gather(Tensor self, int dim, Tensor index) -> Tensor");
+  m.def("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor");
+  m.def("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)");
+  m.def(
+      "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
+      "Tensor");
+  m.def(
+      "index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
+      "Tensor(a!)");
+  m.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor");
+  m.def("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("index_select", &index_select_cpu);
+  m.impl("gather", &gather_cpu);
+  m.impl("scatter_add", &scatter_add_cpu);
+  m.impl("scatter_add_", &scatter_add__cpu);
+  m.impl("index_add", &index_add_cpu);
+  m.impl("index_add_", &index_add__cpu);
+  m.impl("masked_fill.Scalar", &masked_fill_cpu);
+  m.impl("masked_fill_.Scalar", &masked_fill__cpu);
+}
+
+using IndexSig = Tensor(const Tensor&, int64_t, const Tensor&);
+using ScatterSig = Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&);
+using ScatterInplaceSig = const Tensor&(const Tensor&, int64_t, const Tensor&, const Tensor&);
+using IndexAddSig = Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&, const Scalar&);
+using IndexAddInplaceSig = const Tensor&(const Tensor&, int64_t, const Tensor&, const Tensor&,
+                                         const Scalar&);
+using MaskedFillSig = Tensor(const Tensor&, const Tensor&, const Scalar&);
+using MaskedFillInplaceSig = const Tensor&(const Tensor&, const Tensor&, const Scalar&);
+
+}  // namespace
+
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
+  return STRATA_OP("strata::index_select", "", IndexSig).call(*this, dim, index);
+}
+
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  return STRATA_OP("strata::gather", "", IndexSig).call(*this, dim, index);
+}
+
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return STRATA_OP("strata::scatter_add", "", ScatterSig).call(*this, dim, index, src);
+}
+
+const Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return STRATA_OP("strata::scatter_add_", "", ScatterInplaceSig).call(*this, dim, index, src);
+}
+
+Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source,
+                         const Scalar& alpha) const {
+  return STRATA_OP("strata::index_add", "", IndexAddSig).call(*this, dim, index, source, alpha);
+}
+
+const Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source,
+                                 const Scalar& alpha) const {
+  return STRATA_OP("strata::index_add_", "", IndexAddInplaceSig)
+      .call(*this, dim, index, source, alpha);
+}
+
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return STRATA_OP("strata::masked_fill", "Scalar", MaskedFillSig).call(*this, mask, value);
+}
+
+const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
+  return STRATA_OP("strata::masked_fill_", "Scalar", MaskedFillInplaceSig).call(*this, mask, value);
+}
+
+}  // namespace strata

@@ -1,0 +1,91 @@
+// Joins: cat (a CPU kernel) and stack (unsqueeze + cat).
+#include <vector>
+
+#include "dispatcher/library.h"
+#include "kernels/cpu/cat.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "ops/shape_internal.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata {
+namespace {
+
+// Like PyTorch, cat skips 1-D tensors of shape [0] in its shape checks, so an
+// empty accumulator can start a concatenation of tensors of any rank. They still
+// take part in type promotion: the result dtype is result_type of all inputs.
+bool is_legacy_empty(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; }
+
+void check_non_empty(ArrayRef<Tensor> tensors, const char* op) {
+  STRATA_CHECK(!tensors.empty(), op, "expected a non-empty list of tensors");
+}
+
+Tensor cat_cpu(ArrayRef<Tensor> tensors, int64_t dim) {
+  const char* op = "strata::cat";
+  check_non_empty(tensors, op);
+  size_t ref = 0;  // the tensor whose shape the others must match
+  while (ref + 1 < tensors.size() && is_legacy_empty(tensors[ref])) ++ref;
+  const Tensor& first = tensors[ref];
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    STRATA_CHECK(tensors[i].dim() > 0, op, "the 0-dim tensor at position ", i,
+                 " cannot be concatenated; unsqueeze it, or use stack");
+    STRATA_CHECK(tensors[i].device() == first.device(), op, "the tensor at position ", i, " is on ",
+                 tensors[i].device(), " but the one at position ", ref, " is on ", first.device());
+  }
+  const int64_t d = wrap_dim(dim, first.dim(), op);
+  DimVector shape(first.sizes());
+  shape[d] = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (is_legacy_empty(t)) continue;
+    bool same = t.dim() == first.dim();
+    for (int64_t k = 0; same && k < t.dim(); ++k) same = k == d || t.sizes()[k] == first.sizes()[k];
+    STRATA_CHECK(same, op, "the tensor at position ", i, " has shape ", shape_string(t.sizes()),
+                 " but the tensor at position ", ref, " has shape ", shape_string(first.sizes()),
+                 ": sizes must match except in the cat dim ", d);
+    shape[d] += t.sizes()[d];
+  }
+  Tensor out = make_empty_tensor(shape, result_type(tensors), first.device(), op);
+  cpu::cat_kernel(out, tensors, d);
+  return out;
+}
+
+Tensor stack_composite(ArrayRef<Tensor> tensors, int64_t dim) {
+  const char* op = "strata::stack";
+  check_non_empty(tensors, op);
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    STRATA_CHECK(tensors[i].sizes() == tensors[0].sizes(), op,
+                 "all tensors must have the same shape, but the tensor at position 0 has shape ",
+                 shape_string(tensors[0].sizes()), " and the one at position ", i, " has shape ",
+                 shape_string(tensors[i].sizes()));
+  }
+  const int64_t d = shape_detail::wrap_insert_dim(dim, tensors[0].dim(), op);
+  std::vector<Tensor> unsqueezed;
+  unsqueezed.reserve(tensors.size());
+  for (const Tensor& t : tensors) unsqueezed.push_back(t.unsqueeze(d));
+  return cat(unsqueezed, d);
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");
+  m.def("stack(Tensor[] tensors, int dim=0) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("cat", &cat_cpu); }
+
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("stack", &stack_composite); }
+
+}  // namespace
+
+// An empty list has no tensor to pick a backend kernel: say so before dispatching.
+Tensor cat(ArrayRef<Tensor> tensors, int64_t dim) {
+  check_non_empty(tensors, "strata::cat");
+  return STRATA_OP("strata::cat", "", Tensor(ArrayRef<Tensor>, int64_t)).call(tensors, dim);
+}
+
+Tensor stack(ArrayRef<Tensor> tensors, int64_t dim) {
+  return STRATA_OP("strata::stack", "", Tensor(ArrayRef<Tensor>, int64_t)).call(tensors, dim);
+}
+
+}  // namespace strata

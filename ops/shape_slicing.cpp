@@ -1,0 +1,172 @@
+// View operators that take part of a tensor: select, slice, narrow, and the list
+// views split, chunk and unbind. select and slice are the primitives
+// (CompositeExplicitAutograd, metadata only); the rest are compositions of them.
+#include <algorithm>
+#include <vector>
+
+#include "dispatcher/library.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "ops/shape_internal.h"
+#include "tensor/error.h"
+
+namespace strata {
+namespace {
+
+using shape_detail::make_view;
+
+// The dim of a tensor that must have one: 0-dim tensors have nothing to take from.
+int64_t existing_dim(const Tensor& self, int64_t dim, const char* op) {
+  STRATA_CHECK(self.dim() > 0, op, "dim ", dim,
+               " is out of range for a tensor of rank 0: a 0-dim tensor has no dim to index");
+  return wrap_dim(dim, self.dim(), op);
+}
+
+Tensor select_kernel(const Tensor& self, int64_t dim, int64_t index) {
+  const char* op = "strata::select";
+  const int64_t d = existing_dim(self, dim, op);
+  const int64_t size = self.sizes()[d];
+  STRATA_CHECK(index >= -size && index < size, op, "index ", index, " is out of range for dim ",
+               dim, " of size ", size, " (shape ", shape_string(self.sizes()), ")");
+  if (index < 0) index += size;
+  DimVector sizes(self.sizes()), strides(self.strides());
+  const int64_t offset = self.storage_offset() + index * strides[d];
+  sizes.erase(static_cast<size_t>(d));
+  strides.erase(static_cast<size_t>(d));
+  return make_view(self, sizes, strides, offset, op);
+}
+
+// Python slicing: negative bounds count from the end, out-of-range bounds clamp,
+// and an end before the start gives an empty slice.
+Tensor slice_kernel(const Tensor& self, int64_t dim, std::optional<int64_t> start,
+                    std::optional<int64_t> end, int64_t step) {
+  const char* op = "strata::slice";
+  const int64_t d = existing_dim(self, dim, op);
+  STRATA_CHECK(step >= 1, op, "step must be positive, got ", step);
+  const int64_t size = self.sizes()[d];
+  auto clamp_bound = [size](int64_t bound) {
+    if (bound < 0) bound += size;
+    return std::clamp<int64_t>(bound, 0, size);
+  };
+  const int64_t first = clamp_bound(start.value_or(0));
+  const int64_t last = std::max(first, clamp_bound(end.value_or(size)));
+  DimVector sizes(self.sizes()), strides(self.strides());
+  const int64_t offset = self.storage_offset() + first * strides[d];
+  sizes[d] = (last - first + step - 1) / step;
+  strides[d] *= step;
+  return make_view(self, sizes, strides, offset, op);
+}
+
+Tensor narrow_composite(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
+  const char* op = "strata::narrow";
+  const int64_t d = existing_dim(self, dim, op);
+  const int64_t size = self.sizes()[d];
+  STRATA_CHECK(length >= 0, op, "length must be non-negative, got ", length);
+  STRATA_CHECK(start >= -size && start <= size, op, "start ", start, " is out of range for dim ",
+               dim, " of size ", size, " (shape ", shape_string(self.sizes()), ")");
+  if (start < 0) start += size;
+  STRATA_CHECK(start + length <= size, op, "start (", start, ") + length (", length,
+               ") exceeds the size ", size, " of dim ", dim, " (shape ", shape_string(self.sizes()),
+               ")");
+  return self.slice(d, start, start + length, 1);
+}
+
+// Pieces of split_size along dim, the last one shorter when the size does not divide.
+std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int64_t dim) {
+  const char* op = "strata::split";
+  const int64_t d = existing_dim(self, dim, op);
+  const int64_t size = self.sizes()[d];
+  STRATA_CHECK(split_size > 0 || (split_size == 0 && size == 0), op, "split_size must be positive",
+               " (or 0 for a dim of size 0), got ", split_size, " for dim ", dim, " of size ",
+               size);
+  const int64_t pieces =
+      split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
+  std::vector<Tensor> out;
+  out.reserve(static_cast<size_t>(pieces));
+  for (int64_t i = 0; i < pieces; ++i) {
+    const int64_t start = i * split_size;
+    out.push_back(self.narrow(d, start, std::min(split_size, size - start)));
+  }
+  return out;
+}
+
+// At most `chunks` pieces of equal size (the last may be smaller, and there may be
+// fewer), as in PyTorch; a dim of size 0 gives `chunks` empty pieces.
+std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t dim) {
+  const char* op = "strata::chunk";
+  STRATA_CHECK(chunks > 0, op, "chunks must be positive, got ", chunks);
+  const int64_t d = existing_dim(self, dim, op);
+  const int64_t size = self.sizes()[d];
+  if (size > 0) return self.split((size + chunks - 1) / chunks, d);
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < chunks; ++i) out.push_back(self.narrow(d, 0, 0));
+  return out;
+}
+
+std::vector<Tensor> unbind_composite(const Tensor& self, int64_t dim) {
+  const int64_t d = existing_dim(self, dim, "strata::unbind");
+  std::vector<Tensor> out;
+  out.reserve(static_cast<size_t>(self.sizes()[d]));
+  for (int64_t i = 0; i < self.sizes()[d]; ++i) out.push_back(self.select(d, i));
+  return out;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)");
+  m.def(
+      "slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> "
+      "Tensor(a)");
+  m.def("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)");
+  m.def("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]");
+  m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]");
+  m.def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]");
+}
+
+STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
+  m.impl("select.int", &select_kernel);
+  m.impl("slice.Tensor", &slice_kernel);
+}
+
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
+  m.impl("narrow", &narrow_composite);
+  m.impl("split.Tensor", &split_composite);
+  m.impl("chunk", &chunk_composite);
+  m.impl("unbind.int", &unbind_composite);
+}
+
+}  // namespace
+
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  return STRATA_OP("strata::select", "int", Tensor(const Tensor&, int64_t, int64_t))
+      .call(*this, dim, index);
+}
+
+Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+                     int64_t step) const {
+  return STRATA_OP("strata::slice", "Tensor",
+                   Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>,
+                          int64_t))
+      .call(*this, dim, start, end, step);
+}
+
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  return STRATA_OP("strata::narrow", "", Tensor(const Tensor&, int64_t, int64_t, int64_t))
+      .call(*this, dim, start, length);
+}
+
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
+  return STRATA_OP("strata::split", "Tensor", std::vector<Tensor>(const Tensor&, int64_t, int64_t))
+      .call(*this, split_size, dim);
+}
+
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
+  return STRATA_OP("strata::chunk", "", std::vector<Tensor>(const Tensor&, int64_t, int64_t))
+      .call(*this, chunks, dim);
+}
+
+std::vector<Tensor> Tensor::unbind(int64_t dim) const {
+  return STRATA_OP("strata::unbind", "int", std::vector<Tensor>(const Tensor&, int64_t))
+      .call(*this, dim);
+}
+
+}  // namespace strata
