@@ -134,17 +134,10 @@ Tensor view_kernel(const Tensor& self, IntArrayRef size) {
   return make_view(self, shape, *strides, self.storage_offset(), op);
 }
 
-// A contiguous copy made of ops every backend and transform knows.
-Tensor contiguous_copy(const Tensor& self) {
-  Tensor out = empty(self.sizes(), self.dtype(), self.device());
-  out.copy_(self);
-  return out;
-}
-
 Tensor reshape_composite(const Tensor& self, IntArrayRef size) {
   const DimVector shape = infer_size(size, self.numel(), self.sizes(), "strata::reshape");
   if (view_strides(self.sizes(), self.strides(), shape)) return self.view(shape);
-  return contiguous_copy(self).view(shape);
+  return self.clone().view(shape);
 }
 
 Tensor as_strided_kernel(const Tensor& self, IntArrayRef sizes, IntArrayRef strides,
