@@ -2,7 +2,19 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
+#include <limits>
+#include <type_traits>
 #include <vector>
+
+#ifdef STRATA_HAVE_BLAS
+#include <cblas.h>
+// OpenBLAS's thread control, declared here as cblas.h may be another vendor's.
+extern "C" {
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+}
+#endif
 
 #include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
@@ -66,15 +78,28 @@ constexpr int64_t kBlockAlign = 16;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Which Eigen storage order reads the operand in place (see Note [GEMM on strided
-// operands]); a dim of size 1 never steps, so its stride does not matter.
+// Which storage order reads the operand in place (see Note [GEMM on strided
+// operands]): unit stride along the inner dim and an outer stride that steps over
+// a whole inner run, as BLAS requires. A dim of size 1 never steps, so its stride
+// does not matter; an expanded operand (outer stride 0) is Strided.
 enum class Order { RowMajor, ColMajor, Strided };
 
 template <class T>
 Order order_of(const MatrixRef<T>& m) {
-  if (m.cols <= 1 || m.col_stride == 1) return Order::RowMajor;
-  if (m.rows <= 1 || m.row_stride == 1) return Order::ColMajor;
+  if ((m.cols <= 1 || m.col_stride == 1) && (m.rows <= 1 || m.row_stride >= m.cols)) {
+    return Order::RowMajor;
+  }
+  if ((m.rows <= 1 || m.row_stride == 1) && (m.cols <= 1 || m.col_stride >= m.rows)) {
+    return Order::ColMajor;
+  }
   return Order::Strided;
+}
+
+// The outer stride for a storage order; a single outer index gets the natural one.
+template <class T>
+int64_t outer_stride(const MatrixRef<T>& m, Order order) {
+  if (order == Order::RowMajor) return m.rows <= 1 ? std::max<int64_t>(m.cols, 1) : m.row_stride;
+  return m.cols <= 1 ? std::max<int64_t>(m.rows, 1) : m.col_stride;
 }
 
 template <class T>
@@ -99,8 +124,8 @@ using OutMatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic,
 
 template <class T, int StorageOrder>
 ConstMatrixMap<T, StorageOrder> eigen_map(const MatrixRef<T>& m) {
-  const int64_t outer = StorageOrder == Eigen::RowMajor ? m.row_stride : m.col_stride;
-  return {m.data, m.rows, m.cols, Eigen::OuterStride<>(outer)};
+  const Order order = StorageOrder == Eigen::RowMajor ? Order::RowMajor : Order::ColMajor;
+  return {m.data, m.rows, m.cols, Eigen::OuterStride<>(outer_stride(m, order))};
 }
 
 template <class T, int LhsOrder, int RhsOrder>
@@ -117,10 +142,61 @@ void eigen_gemm(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>&
   }
 }
 
+#ifdef STRATA_HAVE_BLAS
+// Note [GEMM through OpenBLAS]
+// When the build finds OpenBLAS (CMake option STRATA_BLAS), float and double
+// products call cblas_?gemm: on AVX2, Eigen's GEMM reaches only about 75 % of
+// OpenBLAS's (bench/gemm.cpp, numbers in bench/README.md). Small products never
+// get here (Note [Small products]). Strata keeps the threading: OpenBLAS runs single-threaded
+// inside each TBB task, so one thread pool serves every kernel, set_num_threads
+// governs GEMM too, and nothing is oversubscribed.
+void keep_blas_single_threaded() {
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
+
+// BLAS takes 32-bit sizes and strides.
+template <class T>
+bool fits_blas(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>& b) {
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  return out.rows <= kMax && out.cols <= kMax && a.cols <= kMax && out.row_stride <= kMax &&
+         std::max(a.row_stride, a.col_stride) <= kMax &&
+         std::max(b.row_stride, b.col_stride) <= kMax;
+}
+
+template <class T>
+void blas_gemm(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>& b, T beta,
+               T alpha) {
+  const Order a_order = order_of(a);
+  const Order b_order = order_of(b);
+  auto transpose = [](Order order) { return order == Order::RowMajor ? CblasNoTrans : CblasTrans; };
+  const auto m = static_cast<int>(out.rows);
+  const auto n = static_cast<int>(out.cols);
+  const auto k = static_cast<int>(a.cols);
+  const auto lda = static_cast<int>(outer_stride(a, a_order));
+  const auto ldb = static_cast<int>(outer_stride(b, b_order));
+  const auto ldc = static_cast<int>(out.row_stride);
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, transpose(a_order), transpose(b_order), m, n, k, alpha, a.data, lda,
+                b.data, ldb, beta, out.data, ldc);
+  } else {
+    static_assert(std::is_same_v<T, double>);
+    cblas_dgemm(CblasRowMajor, transpose(a_order), transpose(b_order), m, n, k, alpha, a.data, lda,
+                b.data, ldb, beta, out.data, ldc);
+  }
+}
+#else
+void keep_blas_single_threaded() {}
+#endif
+
 // One single-threaded product of operands that are row- or column-major.
 template <class T>
 void gemm_block(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>& b, T beta,
                 T alpha) {
+#ifdef STRATA_HAVE_BLAS
+  if constexpr (std::is_floating_point_v<T>) {
+    if (fits_blas(out, a, b)) return blas_gemm(out, a, b, beta, alpha);
+  }
+#endif
   constexpr int kRow = Eigen::RowMajor;
   constexpr int kCol = Eigen::ColMajor;
   const bool a_rows = order_of(a) == Order::RowMajor;
@@ -131,12 +207,79 @@ void gemm_block(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>&
   eigen_gemm<T, kCol, kCol>(out, a, b, beta, alpha);
 }
 
-template <class T>
-void scale_rows(const OutRef<T>& out, T beta) {
-  for (int64_t i = 0; i < out.rows; ++i) {
-    T* row = out.data + i * out.row_stride;
-    for (int64_t j = 0; j < out.cols; ++j) row[j] = beta == T(0) ? T(0) : beta * row[j];
+// Note [Small products]
+// Below kSmallGemmMacs multiply-adds (about 40^3) a register-tiled loop beats a
+// blocked GEMM, whose packing and blocking cost more than the product: the many
+// tiny matrices of a bmm (per-sample gradients under vmap, einsum contractions),
+// small layers. It reads any strides in place. bench/gemm.cpp, StrataBmmSmall:
+// 4096 products of 8 x 8 matrices take ~75 ns each, against ~300 ns in Eigen's GEMM.
+constexpr int64_t kSmallGemmMacs = int64_t{1} << 16;
+
+// A Rows x Width tile of the output at (i0, j0): Rows * Width accumulators held in
+// vector registers (fixed-size Eigen arrays) over the whole inner dim, with Rows
+// independent chains of multiply-adds to hide their latency.
+template <int Rows, int Width, bool UnitStride, class T>
+void small_gemm_tile(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>& b, int64_t i0,
+                     int64_t j0, T beta, T alpha) {
+  using Block = Eigen::Array<T, Width, 1>;
+  using StridedBlock = Eigen::Map<const Block, Eigen::Unaligned, Eigen::InnerStride<>>;
+  std::array<Block, Rows> acc;
+  for (Block& block : acc) block.setZero();
+  const T* a_at = a.data + i0 * a.row_stride;
+  const T* b_at = b.data + j0 * b.col_stride;
+  for (int64_t p = 0; p < a.cols; ++p, a_at += a.col_stride, b_at += b.row_stride) {
+    Block b_block;
+    if constexpr (UnitStride) {
+      b_block = Eigen::Map<const Block>(b_at);
+    } else {
+      b_block = StridedBlock(b_at, Eigen::InnerStride<>(b.col_stride));
+    }
+    for (int r = 0; r < Rows; ++r) acc[r] += a_at[r * a.row_stride] * b_block;
   }
+  for (int r = 0; r < Rows; ++r) {
+    Eigen::Map<Block> o(out.data + (i0 + r) * out.row_stride + j0);
+    if (beta == T(0)) {
+      o = alpha * acc[r];
+    } else {
+      o = beta * o + alpha * acc[r];
+    }
+  }
+}
+
+template <int Rows, bool UnitStride, class T>
+void small_gemm_rows(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>& b, int64_t i0,
+                     T beta, T alpha) {
+  constexpr int kVector = 32 / sizeof(T);  // one AVX register
+  int64_t j = 0;
+  for (; j + 2 * kVector <= out.cols; j += 2 * kVector) {
+    small_gemm_tile<Rows, 2 * kVector, UnitStride>(out, a, b, i0, j, beta, alpha);
+  }
+  for (; j + kVector <= out.cols; j += kVector) {
+    small_gemm_tile<Rows, kVector, UnitStride>(out, a, b, i0, j, beta, alpha);
+  }
+  for (; j + kVector / 2 <= out.cols; j += kVector / 2) {
+    small_gemm_tile<Rows, kVector / 2, UnitStride>(out, a, b, i0, j, beta, alpha);
+  }
+  for (; j < out.cols; ++j) small_gemm_tile<Rows, 1, UnitStride>(out, a, b, i0, j, beta, alpha);
+}
+
+// out = beta * out + alpha * a @ b for small operands of any strides, tile by tile.
+template <bool UnitStride, class T>
+void small_gemm_strided(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>& b, T beta,
+                        T alpha) {
+  constexpr int kRows = 4;
+  int64_t i = 0;
+  for (; i + kRows <= out.rows; i += kRows) {
+    small_gemm_rows<kRows, UnitStride>(out, a, b, i, beta, alpha);
+  }
+  for (; i < out.rows; ++i) small_gemm_rows<1, UnitStride>(out, a, b, i, beta, alpha);
+}
+
+template <class T>
+void small_gemm(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>& b, T beta,
+                T alpha) {
+  if (b.cols <= 1 || b.col_stride == 1) return small_gemm_strided<true>(out, a, b, beta, alpha);
+  small_gemm_strided<false>(out, a, b, beta, alpha);
 }
 
 // out = beta * out + alpha * a @ b; with `parallel`, a large product is cut into
@@ -144,13 +287,14 @@ void scale_rows(const OutRef<T>& out, T beta) {
 template <class T>
 void gemm(const OutRef<T>& out, MatrixRef<T> a, MatrixRef<T> b, T beta, T alpha, bool parallel) {
   if (out.rows == 0 || out.cols == 0) return;
-  if (a.cols == 0) return scale_rows(out, beta);
+  if (out.rows * out.cols * a.cols < kSmallGemmMacs) return small_gemm(out, a, b, beta, alpha);
   std::vector<T> a_packed, b_packed;
   a = packed_if_strided(a, a_packed);
   b = packed_if_strided(b, b_packed);
-  const int64_t macs = out.rows * out.cols * a.cols;
-  const int64_t tasks = parallel ? std::min<int64_t>(num_threads(), macs / kGemmGrainMacs) : 1;
-  if (tasks <= 1) return gemm_block(out, a, b, beta, alpha);
+  const int64_t max_tasks = out.rows * out.cols * a.cols / kGemmGrainMacs;
+  if (!parallel || max_tasks < 2) return gemm_block(out, a, b, beta, alpha);
+  const int64_t tasks = std::min<int64_t>(num_threads(), max_tasks);
+  if (tasks < 2) return gemm_block(out, a, b, beta, alpha);
   const bool split_rows = out.rows >= out.cols;
   const int64_t extent = split_rows ? out.rows : out.cols;
   const int64_t block = ceil_div(ceil_div(extent, tasks), kBlockAlign) * kBlockAlign;
@@ -185,9 +329,10 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t out_step = out0.rows * out0.cols;
   // Few large matrices: each product is parallel. Many: the batch is split, and
   // each matrix is a serial product.
-  const bool per_matrix_parallel = batch < num_threads();
   const int64_t macs_per_matrix = std::max<int64_t>(1, out0.rows * out0.cols * a0.cols);
   const int64_t grain = std::max<int64_t>(1, kGemmGrainMacs / macs_per_matrix);
+  const bool large = batch * macs_per_matrix >= 2 * kGemmGrainMacs;
+  const bool per_matrix_parallel = large && batch < num_threads();
   auto run = [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) {
       MatrixRef<T> ai = a0;
@@ -276,6 +421,7 @@ void einsum_loop_typed(const Tensor& out, ArrayRef<Tensor> operands, const Einsu
 
 void mm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& beta,
                const Scalar& alpha) {
+  keep_blas_single_threaded();
   dispatch_linalg_types(out.dtype(), "strata::mm", [&](auto tag) {
     using T = decltype(tag);
     gemm(out_ref<T>(out, 0), matrix_ref<T>(a, 0), matrix_ref<T>(b, 0), beta.to<T>(), alpha.to<T>(),
@@ -284,6 +430,7 @@ void mm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar
 }
 
 void bmm_kernel(const Tensor& out, const Tensor& a, const Tensor& b) {
+  keep_blas_single_threaded();
   dispatch_linalg_types(out.dtype(), "strata::bmm", [&](auto tag) {
     using T = decltype(tag);
     bmm_typed<T>(out, a, b);

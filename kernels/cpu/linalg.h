@@ -14,12 +14,13 @@ class Scalar;
 namespace strata::cpu {
 
 // Note [GEMM on strided operands]
-// The matrix kernels read their operands in place whatever their strides: an
-// operand whose rows or columns are unit-stride (row-major, or transposed) is
-// mapped straight into Eigen's GEMM with its outer stride, including stride 0 of
-// an expanded operand; only an operand with no unit stride (a slice taking every
-// other column) is first packed into a contiguous buffer. Large products are cut
-// into row (or column) blocks of the output run in parallel on TBB, each block an
+// The matrix kernels read an operand in place when its rows or its columns are
+// unit-stride runs (row-major, or transposed: column-major) with an outer stride
+// that steps over a whole run: it goes to the GEMM (Eigen's, or OpenBLAS's, see
+// Note [GEMM through OpenBLAS] in linalg.cpp) as it is, with a transpose flag. Any
+// other operand (every other column of a slice, the stride-0 rows of an expanded
+// tensor) is first packed into a contiguous buffer. Large products are cut into
+// row (or column) blocks of the output run in parallel on TBB, each block an
 // independent single-threaded GEMM; a batch of matrices is split over the batch.
 
 // out = beta * out + alpha * (a @ b). a is [n, k], b is [k, m], both of out's dtype

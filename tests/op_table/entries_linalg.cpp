@@ -63,10 +63,10 @@ std::vector<Sample> pair_samples(ScalarType dtype, const std::vector<ShapePairCa
   return samples;
 }
 
-// Float32 products over long inner dims (up to 256 here, values in [-2, 2)) sum in
-// Eigen's blocked order, not the reference's: the expected rounding error is about
-// sqrt(k) * eps * |row| * |column| ~ 3e-5, so 1e-4 relative with a matching
-// absolute floor for sums that cancel to near zero.
+// Float32 products over long inner dims (up to 400 here, values in [-2, 2)) sum in
+// the GEMM's blocked order, not the reference's: the expected rounding error is
+// about sqrt(k) * eps * |row| * |column| ~ 3e-5, so 1e-4 relative with an absolute
+// floor for sums that cancel to near zero.
 const Tolerance kLongFloat32Sum{2e-4, 1e-4};
 
 OpInfo product_entry(std::string name, std::vector<ShapePairCase> cases,
@@ -101,6 +101,9 @@ std::vector<ShapePairCase> mm_cases() {
       {{{37, 29}, L::Contiguous}, {{29, 41}, L::Transposed}},
       {{{128, 256}, L::Contiguous}, {{256, 96}, L::Contiguous}},  // parallel row blocks
       {{{16, 64}, L::Transposed}, {{64, 1024}, L::Contiguous}},   // parallel column blocks
+      // Large enough for BLAS (when built with it): transposed flags and packing.
+      {{{64, 48}, L::Expanded}, {{48, 40}, L::Transposed}},
+      {{{40, 64}, L::Sliced}, {{64, 48}, L::Sliced}},
   };
 }
 
@@ -135,6 +138,8 @@ std::vector<ShapePairCase> matmul_cases() {
       {{{0, 3, 4}, L::Contiguous}, {{4, 5}, L::Contiguous}},
       {{{2, 3, 0}, L::Contiguous}, {{0, 5}, L::Contiguous}},
       {{{1, 3, 4}, L::Contiguous}, {{6, 4, 1}, L::Contiguous}},
+      {{{300}, L::Contiguous}, {{300, 400}, L::Transposed}},  // one row through BLAS
+      {{{300, 400}, L::Transposed}, {{400}, L::Contiguous}},  // one column through BLAS
   };
 }
 
