@@ -131,6 +131,7 @@ Tensor matmul_composite(const Tensor& a, const Tensor& b) {
   check_inner_sizes(op, a, b, a.sizes()[ra - 1], b.sizes()[rb == 1 ? 0 : rb - 2]);
   check_product_dtypes(op, {&a, &b});
   if (ra == 1 && rb == 1) return dot(a, b);
+  if (ra == 2 && rb == 2) return mm(a, b);
 
   const Tensor a_mat = ra == 1 ? unsqueeze_view(a, 0) : a;  // [..., n, k]
   const Tensor b_mat = rb == 1 ? unsqueeze_view(b, 1) : b;  // [..., k, m]
@@ -142,7 +143,6 @@ Tensor matmul_composite(const Tensor& a, const Tensor& b) {
     return std::vector<DimVector>{std::move(batch), ra == 1 ? DimVector{} : DimVector{n},
                                   rb == 1 ? DimVector{} : DimVector{m}};
   };
-  if (ra == 2 && rb == 2) return mm(a, b);
   if (ra <= 2 && rb <= 2) {
     return split_dims(unsqueeze_view(mm(a_mat, b_mat), 0), result_groups({}));
   }
