@@ -27,3 +27,19 @@ if(STRATA_ENABLE_CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()
 message(STATUS "Strata: CUDA backend ${STRATA_ENABLE_CUDA}, sanitizers ${STRATA_SANITIZE}")
+
+# OpenBLAS (Debian's libopenblas-dev) runs the float/double GEMM when found, Eigen's
+# GEMM otherwise: see Note [GEMM through OpenBLAS] and bench/README.md. bench/gemm
+# compares against it whatever STRATA_BLAS says.
+set(STRATA_BLAS "auto" CACHE STRING "GEMM through OpenBLAS: auto (when found), ON or OFF")
+find_library(STRATA_OPENBLAS_LIBRARY NAMES openblas)
+find_path(STRATA_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas)
+set(STRATA_ENABLE_BLAS OFF)
+if(NOT STRATA_BLAS STREQUAL "OFF")
+  if(STRATA_OPENBLAS_LIBRARY AND STRATA_CBLAS_INCLUDE_DIR)
+    set(STRATA_ENABLE_BLAS ON)
+  elseif(NOT STRATA_BLAS STREQUAL "auto")
+    message(FATAL_ERROR "STRATA_BLAS=${STRATA_BLAS} but OpenBLAS was not found (libopenblas-dev)")
+  endif()
+endif()
+message(STATUS "Strata: OpenBLAS GEMM ${STRATA_ENABLE_BLAS}")

@@ -1,6 +1,7 @@
 #pragma once
 
-// Linear algebra (ops/linalg.cpp): GEMM through Eigen (or BLAS, see bench/README.md).
+// Linear algebra (ops/linalg.cpp, ops/linalg_einsum.cpp): GEMM through OpenBLAS when the
+// build finds it, else Eigen (see bench/README.md).
 
 #include <string_view>
 
@@ -10,8 +11,8 @@
 
 namespace strata {
 
-Tensor mm(const Tensor& a, const Tensor& b);    // [n, k] x [k, m]
-Tensor bmm(const Tensor& a, const Tensor& b);   // [b, n, k] x [b, k, m]
+Tensor mm(const Tensor& a, const Tensor& b);   // [n, k] x [k, m]
+Tensor bmm(const Tensor& a, const Tensor& b);  // [b, n, k] x [b, k, m]
 // NumPy semantics: 1-D operands are promoted and the added dim removed; batch dims
 // broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);

@@ -1,0 +1,225 @@
+// Matrix products: mm, bmm, addmm and dot run GEMM/dot kernels (kernels/cpu/linalg);
+// matmul and outer decompose onto them (CompositeImplicitAutograd). einsum is in
+// ops/linalg_einsum.cpp.
+//
+// Operands of one product must share a dtype (Int64, Float32 or Float64): like
+// PyTorch's mm/bmm/dot/matmul, mixed dtypes are an error, not promoted.
+#include "kernels/cpu/linalg.h"
+
+#include <initializer_list>
+
+#include "dispatcher/library.h"
+#include "kernels/cpu/elementwise.h"
+#include "ops/linalg_views.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata {
+namespace {
+
+using linalg::expand_view;
+using linalg::fold_dims;
+using linalg::split_dims;
+using linalg::unsqueeze_view;
+
+using BinarySig = Tensor(const Tensor&, const Tensor&);
+using AddmmSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&);
+
+std::string shapes_text(const Tensor& a, const Tensor& b) {
+  return shape_string(a.sizes()) + " and " + shape_string(b.sizes());
+}
+
+void check_product_dtypes(const char* op, std::initializer_list<const Tensor*> operands) {
+  const Tensor& first = **operands.begin();
+  for (const Tensor* t : operands) {
+    STRATA_CHECK(t->dtype() == first.dtype(), op, "expected operands of one dtype, got ",
+                 first.dtype(), " and ", t->dtype(), " (convert one with .to())");
+    STRATA_CHECK(t->device() == first.device(), op, "expected operands on one device, got ",
+                 first.device(), " and ", t->device());
+  }
+  const ScalarType dtype = first.dtype();
+  STRATA_CHECK(dtype == kInt64 || dtype == kFloat32 || dtype == kFloat64, op, "unsupported dtype ",
+               dtype, " (expected Int64, Float32 or Float64)");
+}
+
+void check_ranks(const char* op, const Tensor& a, const Tensor& b, int64_t rank) {
+  STRATA_CHECK(a.dim() == rank && b.dim() == rank, op, "expected ", rank, "-D tensors, got shapes ",
+               shapes_text(a, b));
+}
+
+void check_inner_sizes(const char* op, const Tensor& a, const Tensor& b, int64_t a_inner,
+                       int64_t b_inner) {
+  STRATA_CHECK(a_inner == b_inner, op, "cannot multiply shapes ", shapes_text(a, b),
+               ": inner sizes ", a_inner, " and ", b_inner, " differ");
+}
+
+void check_mm_operands(const char* op, const Tensor& a, const Tensor& b) {
+  check_ranks(op, a, b, 2);
+  check_inner_sizes(op, a, b, a.sizes()[1], b.sizes()[0]);
+}
+
+Tensor mm_cpu(const Tensor& a, const Tensor& b) {
+  check_mm_operands("strata::mm", a, b);
+  check_product_dtypes("strata::mm", {&a, &b});
+  Tensor out = make_empty_tensor({a.sizes()[0], b.sizes()[1]}, a.dtype(), a.device(), "strata::mm");
+  cpu::mm_kernel(out, a, b, 0, 1);
+  return out;
+}
+
+Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
+  const char* op = "strata::bmm";
+  check_ranks(op, a, b, 3);
+  STRATA_CHECK(a.sizes()[0] == b.sizes()[0], op, "batch sizes ", a.sizes()[0], " and ",
+               b.sizes()[0], " differ (shapes ", shapes_text(a, b), ")");
+  check_inner_sizes(op, a, b, a.sizes()[2], b.sizes()[1]);
+  check_product_dtypes(op, {&a, &b});
+  Tensor out =
+      make_empty_tensor({a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device(), op);
+  cpu::bmm_kernel(out, a, b);
+  return out;
+}
+
+Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+                 const Scalar& alpha) {
+  const char* op = "strata::addmm";
+  check_mm_operands(op, mat1, mat2);
+  check_product_dtypes(op, {&self, &mat1, &mat2});
+  const ScalarType dtype = mat1.dtype();
+  STRATA_CHECK(
+      is_floating_point(dtype) || (!beta.is_floating_point() && !alpha.is_floating_point()), op,
+      "beta ", beta, " and alpha ", alpha, " must be integers for ", dtype, " operands");
+  const DimVector shape{mat1.sizes()[0], mat2.sizes()[1]};
+  STRATA_CHECK(IntArrayRef(broadcast_shapes(self.sizes(), shape, op)) == IntArrayRef(shape), op,
+               "self of shape ", shape_string(self.sizes()),
+               " cannot be broadcast to the product's shape ", shape_string(shape));
+  Tensor out = make_empty_tensor(shape, dtype, mat1.device(), op);
+  // beta == 0 ignores self entirely (NaNs in it do not propagate), as in BLAS.
+  const bool reads_self = beta.to_double() != 0.0;
+  if (reads_self) cpu::copy_kernel(out, self);
+  cpu::mm_kernel(out, mat1, mat2, reads_self ? beta : Scalar(0), alpha);
+  return out;
+}
+
+Tensor dot_cpu(const Tensor& a, const Tensor& b) {
+  const char* op = "strata::dot";
+  check_ranks(op, a, b, 1);
+  STRATA_CHECK(a.sizes()[0] == b.sizes()[0], op, "cannot take the dot product of shapes ",
+               shapes_text(a, b), ": lengths ", a.sizes()[0], " and ", b.sizes()[0], " differ");
+  check_product_dtypes(op, {&a, &b});
+  Tensor out = make_empty_tensor({}, a.dtype(), a.device(), op);
+  cpu::dot_kernel(out, a, b);
+  return out;
+}
+
+Tensor outer_composite(const Tensor& a, const Tensor& b) {
+  check_ranks("strata::outer", a, b, 1);
+  check_product_dtypes("strata::outer", {&a, &b});
+  return mul(unsqueeze_view(a, 1), unsqueeze_view(b, 0));
+}
+
+// NumPy's matmul. A 1-D left operand is a row and a 1-D right operand a column,
+// whose added dim is dropped from the result; the dims before the last two are
+// batch dims and broadcast.
+Tensor matmul_composite(const Tensor& a, const Tensor& b) {
+  const char* op = "strata::matmul";
+  const int64_t ra = a.dim();
+  const int64_t rb = b.dim();
+  STRATA_CHECK(ra >= 1 && rb >= 1, op, "expected tensors with at least 1 dim, got shapes ",
+               shapes_text(a, b));
+  check_inner_sizes(op, a, b, a.sizes()[ra - 1], b.sizes()[rb == 1 ? 0 : rb - 2]);
+  check_product_dtypes(op, {&a, &b});
+  if (ra == 1 && rb == 1) return dot(a, b);
+  if (ra == 2 && rb == 2) return mm(a, b);
+
+  const Tensor a_mat = ra == 1 ? unsqueeze_view(a, 0) : a;  // [..., n, k]
+  const Tensor b_mat = rb == 1 ? unsqueeze_view(b, 1) : b;  // [..., k, m]
+  const int64_t n = a_mat.sizes()[a_mat.dim() - 2];
+  const int64_t k = a_mat.sizes()[a_mat.dim() - 1];
+  const int64_t m = b_mat.sizes()[b_mat.dim() - 1];
+  // The result is [batch..., n, m] with n and m dropped again for 1-D operands.
+  auto result_groups = [&](DimVector batch) {
+    return std::vector<DimVector>{std::move(batch), ra == 1 ? DimVector{} : DimVector{n},
+                                  rb == 1 ? DimVector{} : DimVector{m}};
+  };
+  if (ra <= 2 && rb <= 2) {
+    return split_dims(unsqueeze_view(mm(a_mat, b_mat), 0), result_groups({}));
+  }
+  if (rb <= 2) {
+    // A stack of matrices times one matrix: a single GEMM over every row of the
+    // stack, when those rows are one strided run.
+    if (std::optional<Tensor> rows = linalg::try_fold_dims(a_mat, {ra - 1, 1})) {
+      DimVector row_dims(IntArrayRef(a.sizes().data(), static_cast<size_t>(ra - 1)));
+      return split_dims(mm(*rows, b_mat), {row_dims, rb == 1 ? DimVector{} : DimVector{m}});
+    }
+  }
+  const IntArrayRef a_batch(a_mat.sizes().data(), static_cast<size_t>(a_mat.dim() - 2));
+  const IntArrayRef b_batch(b_mat.sizes().data(), static_cast<size_t>(b_mat.dim() - 2));
+  const DimVector batch = broadcast_shapes(a_batch, b_batch, op);
+  auto batched = [&](const Tensor& t, int64_t rows, int64_t cols) {
+    DimVector sizes = batch;
+    sizes.push_back(rows);
+    sizes.push_back(cols);
+    const int64_t batch_rank = static_cast<int64_t>(batch.size());
+    return fold_dims(expand_view(t, sizes), {batch_rank, 1, 1});
+  };
+  const Tensor product = bmm(batched(a_mat, n, k), batched(b_mat, k, m));
+  return split_dims(product, result_groups(batch));
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
+  m.def("dot(Tensor self, Tensor tensor) -> Tensor");
+  m.def("outer(Tensor self, Tensor vec2) -> Tensor");
+  m.def("matmul(Tensor self, Tensor other) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("mm", &mm_cpu);
+  m.impl("bmm", &bmm_cpu);
+  m.impl("addmm", &addmm_cpu);
+  m.impl("dot", &dot_cpu);
+}
+
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
+  m.impl("outer", &outer_composite);
+  m.impl("matmul", &matmul_composite);
+}
+
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  return STRATA_OP("strata::mm", "", BinarySig).call(a, b);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  return STRATA_OP("strata::bmm", "", BinarySig).call(a, b);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  return STRATA_OP("strata::matmul", "", BinarySig).call(a, b);
+}
+
+Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+             const Scalar& alpha) {
+  return STRATA_OP("strata::addmm", "", AddmmSig).call(self, mat1, mat2, beta, alpha);
+}
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+  return STRATA_OP("strata::dot", "", BinarySig).call(a, b);
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+  return STRATA_OP("strata::outer", "", BinarySig).call(a, b);
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return strata::matmul(*this, other); }
+Tensor Tensor::mm(const Tensor& other) const { return strata::mm(*this, other); }
+Tensor Tensor::bmm(const Tensor& other) const { return strata::bmm(*this, other); }
+Tensor Tensor::dot(const Tensor& other) const { return strata::dot(*this, other); }
+Tensor Tensor::outer(const Tensor& other) const { return strata::outer(*this, other); }
+
+}  // namespace strata

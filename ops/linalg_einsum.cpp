@@ -1,0 +1,234 @@
+// einsum: Einstein summation over an explicit or implicit equation.
+//
+// Supported: subscripts are single letters a-z, A-Z (spaces are ignored); any
+// number of operands; an explicit output ("ij,jk->ik") or an implicit one ("ij,jk":
+// the letters that appear once, in alphabetical order). Every letter has one size
+// in all operands (no broadcasting of size-1 dims), operands share a dtype (Int64,
+// Float32, Float64). Not supported: ellipsis ("...").
+//
+// How it runs (CompositeImplicitAutograd): operands are contracted pairwise, left
+// to right, each pair as one bmm. The letters of a pair sort into batch (in both,
+// still needed), contracted (in both, not needed afterwards), left-only and
+// right-only; each operand is permuted to [batch, left, contracted] resp.
+// [batch, contracted, right], folded to 3-D and multiplied. A lone operand that is
+// only permuted ("ij->ji") is copied in the output's order. Everything else (a
+// letter repeated within an operand, a letter summed within a single operand)
+// goes to strata::_einsum_loop, one loop nest over all letters.
+#include <array>
+#include <string>
+
+#include "dispatcher/library.h"
+#include "kernels/cpu/linalg.h"
+#include "ops/linalg_views.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata {
+namespace {
+
+using EinsumSig = Tensor(std::string_view, ArrayRef<Tensor>);
+constexpr const char* kOp = "strata::einsum";
+
+bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool contains(const std::string& s, char c) { return s.find(c) != std::string::npos; }
+
+// A checked equation: the letters of each operand and of the output, and every
+// letter's size.
+struct Equation {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::array<int64_t, 128> size_of{};
+
+  DimVector sizes(const std::string& letters) const {
+    DimVector sizes;
+    for (char c : letters) sizes.push_back(size_of[static_cast<unsigned char>(c)]);
+    return sizes;
+  }
+};
+
+Equation parse(std::string_view text, ArrayRef<Tensor> operands) {
+  Equation eq;
+  eq.inputs.emplace_back();
+  bool has_arrow = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ' ') continue;
+    if (c == '-' && i + 1 < text.size() && text[i + 1] == '>' && !has_arrow) {
+      has_arrow = true;
+      ++i;
+    } else if (c == ',' && !has_arrow) {
+      eq.inputs.emplace_back();
+    } else if (is_letter(c)) {
+      (has_arrow ? eq.output : eq.inputs.back()) += c;
+    } else {
+      STRATA_FAIL(kOp, "malformed equation '", text, "': unexpected '", c, "' at position ", i,
+                  " (subscripts are letters a-z, A-Z; operands are separated by ',' and the "
+                  "output follows one '->'; ellipsis is not supported)");
+    }
+  }
+  STRATA_CHECK(eq.inputs.size() == operands.size(), kOp, "equation '", text, "' has ",
+               eq.inputs.size(), " operand subscripts but ", operands.size(),
+               " tensors were given");
+  std::array<int, 128> count{};
+  std::array<size_t, 128> first_operand{};
+  for (size_t t = 0; t < operands.size(); ++t) {
+    const std::string& letters = eq.inputs[t];
+    const Tensor& operand = operands[t];
+    STRATA_CHECK(static_cast<int64_t>(letters.size()) == operand.dim(), kOp, "operand ", t,
+                 " of shape ", shape_string(operand.sizes()), " has ", operand.dim(),
+                 " dims but its subscripts '", letters, "' name ", letters.size(), " in '", text,
+                 "'");
+    STRATA_CHECK(operand.dtype() == operands[0].dtype(), kOp,
+                 "expected operands of one dtype, got ", operands[0].dtype(), " and ",
+                 operand.dtype(), " (operand ", t, ")");
+    for (size_t d = 0; d < letters.size(); ++d) {
+      const auto c = static_cast<unsigned char>(letters[d]);
+      const int64_t size = operand.sizes()[d];
+      if (count[c]++ == 0) {
+        eq.size_of[c] = size;
+        first_operand[c] = t;
+        continue;
+      }
+      STRATA_CHECK(eq.size_of[c] == size, kOp, "subscript '", letters[d], "' of '", text,
+                   "' has size ", eq.size_of[c], " in operand ", first_operand[c], " (shape ",
+                   shape_string(operands[first_operand[c]].sizes()), ") but size ", size,
+                   " in operand ", t, " (shape ", shape_string(operand.sizes()), ")");
+    }
+  }
+  if (!has_arrow) {
+    for (int c = 0; c < 128; ++c) {
+      if (count[c] == 1) eq.output += static_cast<char>(c);
+    }
+  }
+  for (size_t i = 0; i < eq.output.size(); ++i) {
+    const char c = eq.output[i];
+    STRATA_CHECK(count[static_cast<unsigned char>(c)] > 0, kOp, "output subscript '", c, "' of '",
+                 text, "' does not appear in any operand");
+    STRATA_CHECK(eq.output.find(c) == i, kOp, "output subscript '", c, "' of '", text,
+                 "' appears more than once");
+  }
+  // At least one operand: the equation always has one term, checked against the count.
+  const ScalarType dtype = operands[0].dtype();
+  STRATA_CHECK(dtype == kInt64 || dtype == kFloat32 || dtype == kFloat64, kOp, "unsupported dtype ",
+               dtype, " (expected Int64, Float32 or Float64)");
+  return eq;
+}
+
+// Whether pairwise bmm contractions compute the equation: no operand repeats a
+// letter, and every letter outside the output appears in at least two operands.
+bool contracts_pairwise(const Equation& eq) {
+  for (const std::string& letters : eq.inputs) {
+    for (size_t i = 0; i < letters.size(); ++i) {
+      const char c = letters[i];
+      if (letters.find(c) != i) return false;
+      if (contains(eq.output, c)) continue;
+      int operands_with_c = 0;
+      for (const std::string& other : eq.inputs) operands_with_c += contains(other, c);
+      if (operands_with_c < 2) return false;
+    }
+  }
+  return true;
+}
+
+DimVector positions(const std::string& letters, const std::string& order) {
+  DimVector dims;
+  for (char c : order) dims.push_back(static_cast<int64_t>(letters.find(c)));
+  return dims;
+}
+
+struct Term {
+  std::string letters;
+  Tensor value;
+};
+
+// a and b as one bmm; `needed` holds the letters used after this pair.
+Term contract(const Equation& eq, const Term& a, const Term& b, const std::string& needed) {
+  std::string batch, left, summed, right;
+  for (char c : a.letters) {
+    if (!contains(b.letters, c)) {
+      left += c;
+    } else {
+      (contains(needed, c) ? batch : summed) += c;
+    }
+  }
+  for (char c : b.letters) {
+    if (!contains(a.letters, c)) right += c;
+  }
+  auto as_3d = [](const Term& t, const std::string& outer, const std::string& middle,
+                  const std::string& inner) {
+    const Tensor permuted =
+        linalg::permute_view(t.value, positions(t.letters, outer + middle + inner));
+    return linalg::fold_dims(
+        permuted, {static_cast<int64_t>(outer.size()), static_cast<int64_t>(middle.size()),
+                   static_cast<int64_t>(inner.size())});
+  };
+  const Tensor product = bmm(as_3d(a, batch, left, summed), as_3d(b, batch, summed, right));
+  return {batch + left + right,
+          linalg::split_dims(product, {eq.sizes(batch), eq.sizes(left), eq.sizes(right)})};
+}
+
+// The term's value with its letters in the output's order, as a new tensor.
+Tensor in_output_order(const Term& term, const std::string& output, bool value_is_fresh) {
+  if (term.letters == output && value_is_fresh) return term.value;
+  return linalg::contiguous_copy(linalg::permute_view(term.value, positions(term.letters, output)));
+}
+
+Tensor einsum_loop(std::string_view equation, ArrayRef<Tensor> operands) {
+  return STRATA_OP("strata::_einsum_loop", "", EinsumSig).call(equation, operands);
+}
+
+Tensor einsum_composite(std::string_view equation, ArrayRef<Tensor> operands) {
+  const Equation eq = parse(equation, operands);
+  if (!contracts_pairwise(eq)) return einsum_loop(equation, operands);
+  Term result{eq.inputs[0], operands[0]};
+  for (size_t t = 1; t < operands.size(); ++t) {
+    std::string needed = eq.output;
+    for (size_t later = t + 1; later < operands.size(); ++later) needed += eq.inputs[later];
+    result = contract(eq, result, {eq.inputs[t], operands[t]}, needed);
+  }
+  return in_output_order(result, eq.output, operands.size() > 1);
+}
+
+Tensor einsum_loop_cpu(std::string_view equation, ArrayRef<Tensor> operands) {
+  const Equation eq = parse(equation, operands);
+  // Loop letters: the output's, then the summed ones in order of appearance.
+  std::string letters = eq.output;
+  for (const std::string& input : eq.inputs) {
+    for (char c : input) {
+      if (!contains(letters, c)) letters += c;
+    }
+  }
+  cpu::EinsumLoop loop;
+  loop.sizes = eq.sizes(letters);
+  loop.num_output_letters = static_cast<int64_t>(eq.output.size());
+  for (size_t t = 0; t < operands.size(); ++t) {
+    DimVector strides(letters.size(), 0);
+    for (size_t d = 0; d < eq.inputs[t].size(); ++d) {
+      strides[letters.find(eq.inputs[t][d])] += operands[t].strides()[d];
+    }
+    loop.operand_strides.push_back(strides);
+  }
+  Tensor out =
+      make_empty_tensor(eq.sizes(eq.output), operands[0].dtype(), operands[0].device(), kOp);
+  cpu::einsum_loop_kernel(out, operands, loop);
+  return out;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("einsum(str equation, Tensor[] tensors) -> Tensor");
+  m.def("_einsum_loop(str equation, Tensor[] tensors) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("_einsum_loop", &einsum_loop_cpu); }
+
+STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("einsum", &einsum_composite); }
+
+}  // namespace
+
+Tensor einsum(std::string_view equation, ArrayRef<Tensor> operands) {
+  return STRATA_OP("strata::einsum", "", EinsumSig).call(equation, operands);
+}
+
+}  // namespace strata
