@@ -1,4 +1,4 @@
-// See Note [Linalg views before ops/shape.cpp] in ops/linalg_views.h.
+// See Note [Linalg shape plumbing] in ops/linalg_views.h.
 #include "ops/linalg_views.h"
 
 #include "ops/ops.h"
@@ -6,108 +6,64 @@
 namespace strata::linalg {
 namespace {
 
-Tensor make_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides) {
-  return Tensor(make_intrusive<TensorImpl>(t.impl()->storage(), t.dtype(), sizes, strides,
-                                           t.storage_offset()));
+// The sizes of t with each run of group_lengths[g] dims merged into one.
+DimVector folded_sizes(const Tensor& t, IntArrayRef group_lengths) {
+  DimVector sizes;
+  int64_t first = 0;
+  for (int64_t length : group_lengths) {
+    int64_t size = 1;
+    for (int64_t d = first; d < first + length; ++d) size *= t.sizes()[d];
+    sizes.push_back(size);
+    first += length;
+  }
+  return sizes;
+}
+
+// Whether every run can be one strided dim: within a run, each dim of size > 1
+// steps exactly over the dims inside it (size-1 dims never step).
+bool runs_are_strided(const Tensor& t, IntArrayRef group_lengths) {
+  if (t.numel() == 0) return true;
+  int64_t first = 0;
+  for (int64_t length : group_lengths) {
+    int64_t span = 0;  // stride * size of the dims seen so far, 0 before the first
+    for (int64_t d = first + length - 1; d >= first; --d) {
+      const int64_t size = t.sizes()[d];
+      if (size == 1) continue;
+      if (span != 0 && t.strides()[d] != span) return false;
+      span = t.strides()[d] * size;
+    }
+    first += length;
+  }
+  return true;
 }
 
 }  // namespace
 
-Tensor unsqueeze_view(const Tensor& t, int64_t dim) {
-  DimVector sizes(t.sizes());
-  DimVector strides(t.strides());
-  // Any stride serves a size-1 dim; this one keeps a contiguous tensor contiguous.
-  const int64_t stride = dim < t.dim() ? sizes[dim] * strides[dim] : 1;
-  sizes.insert(static_cast<size_t>(dim), 1);
-  strides.insert(static_cast<size_t>(dim), stride);
-  return make_view(t, sizes, strides);
-}
+Tensor unsqueeze_view(const Tensor& t, int64_t dim) { return t.unsqueeze(dim); }
 
-Tensor squeeze_view(const Tensor& t, int64_t dim) {
-  DimVector sizes(t.sizes());
-  DimVector strides(t.strides());
-  sizes.erase(static_cast<size_t>(dim));
-  strides.erase(static_cast<size_t>(dim));
-  return make_view(t, sizes, strides);
-}
+Tensor squeeze_view(const Tensor& t, int64_t dim) { return t.squeeze(dim); }
 
-Tensor expand_view(const Tensor& t, IntArrayRef sizes) {
-  const int64_t rank = static_cast<int64_t>(sizes.size());
-  const int64_t offset = rank - t.dim();
-  DimVector strides(static_cast<size_t>(rank), 0);
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.sizes()[d] == sizes[d + offset]) strides[d + offset] = t.strides()[d];
-  }
-  return make_view(t, sizes, strides);
-}
+Tensor expand_view(const Tensor& t, IntArrayRef sizes) { return t.expand(sizes); }
 
-Tensor permute_view(const Tensor& t, IntArrayRef dims) {
-  DimVector sizes;
-  DimVector strides;
-  for (int64_t d : dims) {
-    sizes.push_back(t.sizes()[d]);
-    strides.push_back(t.strides()[d]);
-  }
-  return make_view(t, sizes, strides);
-}
+Tensor permute_view(const Tensor& t, IntArrayRef dims) { return t.permute(dims); }
 
 std::optional<Tensor> try_fold_dims(const Tensor& t, IntArrayRef group_lengths) {
-  DimVector sizes;
-  DimVector strides;
-  int64_t first = 0;
-  for (int64_t length : group_lengths) {
-    // Walk the run from its innermost dim out: each dim of size > 1 must step
-    // exactly over the dims inside it. Size-1 dims never step and are skipped.
-    int64_t size = 1;
-    int64_t stride = 1;
-    int64_t next_stride = 0;
-    for (int64_t d = first + length - 1; d >= first; --d) {
-      const int64_t dim_size = t.sizes()[d];
-      if (dim_size == 1) continue;
-      if (size == 1) {
-        stride = t.strides()[d];
-      } else if (t.strides()[d] != next_stride && t.numel() != 0) {
-        return std::nullopt;
-      }
-      size *= dim_size;
-      next_stride = t.strides()[d] * dim_size;
-    }
-    sizes.push_back(size);
-    strides.push_back(stride);
-    first += length;
-  }
-  // An empty tensor has no elements to step over: any strides describe it.
-  if (t.numel() == 0) return make_view(t, sizes, contiguous_strides(sizes));
-  return make_view(t, sizes, strides);
+  if (!runs_are_strided(t, group_lengths)) return std::nullopt;
+  return t.view(folded_sizes(t, group_lengths));
 }
 
 Tensor fold_dims(const Tensor& t, IntArrayRef group_lengths) {
-  if (std::optional<Tensor> view = try_fold_dims(t, group_lengths)) return *view;
-  return *try_fold_dims(contiguous_copy(t), group_lengths);
+  return t.reshape(folded_sizes(t, group_lengths));
 }
 
 Tensor split_dims(const Tensor& t, const std::vector<DimVector>& group_sizes) {
   DimVector sizes;
-  DimVector strides;
-  for (size_t d = 0; d < group_sizes.size(); ++d) {
-    const DimVector& group = group_sizes[d];
-    int64_t stride = t.strides()[d];
-    const size_t first = sizes.size();
-    sizes.resize(first + group.size());
-    strides.resize(first + group.size());
-    for (size_t j = group.size(); j-- > 0;) {
-      sizes[first + j] = group[j];
-      strides[first + j] = stride;
-      stride *= group[j];
-    }
+  for (const DimVector& group : group_sizes) {
+    for (int64_t s : group) sizes.push_back(s);
   }
-  return make_view(t, sizes, strides);
+  return t.view(sizes);
 }
 
-Tensor contiguous_copy(const Tensor& t) {
-  Tensor out = empty(t.sizes(), t.dtype(), t.device());
-  out.copy_(t);
-  return out;
-}
+Tensor contiguous_copy(const Tensor& t) { return t.clone(); }
 
 }  // namespace strata::linalg

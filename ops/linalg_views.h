@@ -2,15 +2,12 @@
 
 // Shape plumbing of the linalg decompositions (matmul, outer, einsum).
 //
-// Note [Linalg views before ops/shape.cpp]
+// Note [Linalg shape plumbing]
 // The decompositions only need metadata changes: add or drop a size-1 dim,
-// broadcast, permute, merge runs of dims into one and split them again. Until
-// the view operators of ops/shape.cpp exist, these helpers build the views
-// directly on the operand's storage (`TensorImpl(storage, dtype, sizes, strides,
-// offset)`), which is valid for tensors that have storage (plain CPU/CUDA
-// tensors). Under a transform the decompositions must see the dispatched view
-// ops instead, so each helper is one function to re-point at `unsqueeze`,
-// `expand`, `permute`, `reshape`/`flatten` and `unflatten` once they land.
+// broadcast, permute, merge runs of dims into one and split them again. Each
+// helper is a dispatched view op (unsqueeze, expand, permute, view, reshape), so
+// transforms see every step of a decomposition; the helpers only name the
+// linalg-specific shapes.
 
 #include <optional>
 #include <vector>
