@@ -1,4 +1,4 @@
-// 2-D convolution and its two backward ops on the CPU: im2col + Eigen GEMM, in
+// 2-D convolution and its two backward ops on the CPU: im2col + GEMM, in
 // parallel over images (see Note [im2col convolution]).
 #include "kernels/cpu/conv.h"
 
@@ -7,6 +7,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
@@ -19,7 +20,8 @@ namespace {
 // [Og, K] (K = Cg * kH * kW) times the column matrix [K, P] (P = OH * OW), whose row
 // (c, kh, kw) holds, for every output position, the input pixel that kernel tap sees
 // (0 in the padding). Building the columns costs K * P writes, far less than the
-// 2 * Og * K * P flops of the product, which Eigen's GEMM runs near peak. The
+// 2 * Og * K * P flops of the product, which the GEMM (kernels/cpu/gemm.h) runs near
+// peak. The
 // backward ops are its adjoints: the input gradient is W^T times the output gradient,
 // added back onto the pixels through the same index map (col2im); the weight
 // gradient is the output gradient times the columns' transpose, summed over images.
@@ -30,8 +32,6 @@ template <class T>
 using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T>
 using MatrixMap = Eigen::Map<RowMajorMatrix<T>>;
-template <class T>
-using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>>;
 
 // Below this many flops per parallel chunk the TBB overhead would dominate.
 constexpr int64_t kGemmGrainFlops = int64_t{1} << 20;
@@ -145,12 +145,12 @@ void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / g.groups, grp = item % g.groups;
       const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
-      MatrixMap<T> result(o + (n * g.out_channels + grp * s.out_channels) * s.positions,
-                          s.out_channels, s.positions);
-      result.noalias() =
-          ConstMatrixMap<T>(w + grp * s.out_channels * s.depth, s.out_channels, s.depth) *
-          ConstMatrixMap<T>(columns, s.depth, s.positions);
+      T* out_g = o + (n * g.out_channels + grp * s.out_channels) * s.positions;
+      // [O, P] = W_g [O, D] @ columns [D, P]
+      gemm<T>(s.out_channels, s.positions, s.depth, T(1), w + grp * s.out_channels * s.depth,
+              s.depth, 1, columns, s.positions, 1, T(0), out_g, s.positions);
       if (b != nullptr) {
+        MatrixMap<T> result(out_g, s.out_channels, s.positions);
         result.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(
             b + grp * s.out_channels, s.out_channels);
       }
@@ -172,11 +172,10 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_output, const T
       T* image = gi + (n * g.in_channels + grp * s.channels) * s.plane;
       // Without columns the product lands on the image directly (P == H * W).
       T* columns = buffer ? buffer.get() : image;
-      MatrixMap<T>(columns, s.depth, s.positions).noalias() =
-          ConstMatrixMap<T>(w + grp * s.out_channels * s.depth, s.out_channels, s.depth)
-              .transpose() *
-          ConstMatrixMap<T>(go + (n * g.out_channels + grp * s.out_channels) * s.positions,
-                            s.out_channels, s.positions);
+      // columns [D, P] = W_g^T [D, O] @ grad_output_g [O, P]
+      gemm<T>(s.depth, s.positions, s.out_channels, T(1), w + grp * s.out_channels * s.depth, 1,
+              s.depth, go + (n * g.out_channels + grp * s.out_channels) * s.positions,
+              s.positions, 1, T(0), columns, s.positions);
       if (buffer) {
         std::fill(image, image + s.channels * s.plane, T(0));
         transfer_columns<false, T>(image, buffer.get(), g, s.channels);
@@ -209,16 +208,11 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_output, const
       for (int64_t n = first; n < std::min(g.batch, first + chunk_size); ++n) {
         for (int64_t grp = 0; grp < g.groups; ++grp) {
           const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
-          MatrixMap<T> sum_g(sum + grp * s.out_channels * s.depth, s.out_channels, s.depth);
-          auto product =
-              ConstMatrixMap<T>(go + (n * g.out_channels + grp * s.out_channels) * s.positions,
-                                s.out_channels, s.positions) *
-              ConstMatrixMap<T>(columns, s.depth, s.positions).transpose();
-          if (n == first) {
-            sum_g.noalias() = product;
-          } else {
-            sum_g.noalias() += product;
-          }
+          // sum_g [O, D] (+)= grad_output_g [O, P] @ columns^T [P, D]
+          gemm<T>(s.out_channels, s.depth, s.positions, T(1),
+                  go + (n * g.out_channels + grp * s.out_channels) * s.positions, s.positions, 1,
+                  columns, 1, s.positions, n == first ? T(0) : T(1),
+                  sum + grp * s.out_channels * s.depth, s.depth);
         }
       }
     }

@@ -1,5 +1,7 @@
 #include "kernels/cpu/linalg.h"
 
+#include "kernels/cpu/gemm.h"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
@@ -418,6 +420,20 @@ void einsum_loop_typed(const Tensor& out, ArrayRef<Tensor> operands, const Einsu
 }
 
 }  // namespace
+
+template <class T>
+void gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_row_stride,
+          int64_t a_col_stride, const T* b, int64_t b_row_stride, int64_t b_col_stride, T beta,
+          T* c, int64_t c_row_stride) {
+  const OutRef<T> out{c, m, n, c_row_stride};
+  gemm(out, MatrixRef<T>{a, m, k, a_row_stride, a_col_stride},
+       MatrixRef<T>{b, k, n, b_row_stride, b_col_stride}, beta, alpha, /*parallel=*/false);
+}
+
+template void gemm<float>(int64_t, int64_t, int64_t, float, const float*, int64_t, int64_t,
+                          const float*, int64_t, int64_t, float, float*, int64_t);
+template void gemm<double>(int64_t, int64_t, int64_t, double, const double*, int64_t, int64_t,
+                           const double*, int64_t, int64_t, double, double*, int64_t);
 
 void mm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& beta,
                const Scalar& alpha) {

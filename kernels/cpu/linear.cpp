@@ -1,9 +1,11 @@
-// linear on the CPU: one Eigen GEMM per block of rows, blocks in parallel.
+// linear on the CPU: one GEMM (kernels/cpu/gemm.h) per block of rows, blocks in
+// parallel.
 #include "kernels/cpu/linear.h"
 
 #include <Eigen/Core>
 #include <algorithm>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
@@ -20,18 +22,19 @@ void linear(const Tensor& out, const Tensor& input, const Tensor& weight, const 
   using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using RowVector = Eigen::Matrix<T, 1, Eigen::Dynamic>;
   const int64_t out_features = weight.sizes()[0], in_features = weight.sizes()[1];
-  const Eigen::Map<const Matrix> w(weight.data_ptr<T>(), out_features, in_features);
+  const T* w = weight.data_ptr<T>();
   const T* x = input.data_ptr<T>();
   T* y = out.data_ptr<T>();
   const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
   const int64_t row_flops = std::max<int64_t>(1, 2 * in_features * out_features);
   parallel_for(0, rows, std::max<int64_t>(1, kGemmGrainFlops / row_flops),
                [&](int64_t begin, int64_t end) {
-                 Eigen::Map<Matrix> result(y + begin * out_features, end - begin, out_features);
-                 result.noalias() =
-                     Eigen::Map<const Matrix>(x + begin * in_features, end - begin, in_features) *
-                     w.transpose();
+                 // rows [R, in] @ weight^T [in, out]
+                 gemm<T>(end - begin, out_features, in_features, T(1), x + begin * in_features,
+                         in_features, 1, w, 1, in_features, T(0), y + begin * out_features,
+                         out_features);
                  if (b != nullptr) {
+                   Eigen::Map<Matrix> result(y + begin * out_features, end - begin, out_features);
                    result.rowwise() += Eigen::Map<const RowVector>(b, out_features);
                  }
                });
