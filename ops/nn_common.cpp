@@ -25,6 +25,42 @@ std::array<int64_t, 2> expand_pair(IntArrayRef values, const char* op, const cha
   return {values[0], values[values.size() - 1]};
 }
 
+cpu::Window2d sliding_window(IntArrayRef input_sizes, IntArrayRef kernel, IntArrayRef stride,
+                             IntArrayRef padding, IntArrayRef dilation, const char* op) {
+  const auto [kernel_h, kernel_w] = expand_pair(kernel, op, "kernel_size");
+  const auto [stride_h, stride_w] = expand_pair(stride, op, "stride");
+  const auto [pad_h, pad_w] = expand_pair(padding, op, "padding");
+  const auto [dilation_h, dilation_w] = expand_pair(dilation, op, "dilation");
+  STRATA_CHECK(kernel_h > 0 && kernel_w > 0, op, "kernel_size must be positive, got ",
+               shape_string(kernel));
+  STRATA_CHECK(stride_h > 0 && stride_w > 0, op, "stride must be positive, got ",
+               shape_string(stride));
+  STRATA_CHECK(pad_h >= 0 && pad_w >= 0, op, "padding must be non-negative, got ",
+               shape_string(padding));
+  STRATA_CHECK(dilation_h > 0 && dilation_w > 0, op, "dilation must be positive, got ",
+               shape_string(dilation));
+  const int64_t rank = static_cast<int64_t>(input_sizes.size());
+  const int64_t in_h = input_sizes[rank - 2], in_w = input_sizes[rank - 1];
+  const int64_t span_h = dilation_h * (kernel_h - 1) + 1, span_w = dilation_w * (kernel_w - 1) + 1;
+  const int64_t padded_h = in_h + 2 * pad_h, padded_w = in_w + 2 * pad_w;
+  STRATA_CHECK(span_h <= padded_h && span_w <= padded_w, op, "kernel of size ", span_h, "x", span_w,
+               " (with dilation ", shape_string(dilation), ") is larger than the padded input ",
+               padded_h, "x", padded_w, " (input shape ", shape_string(input_sizes), ", padding ",
+               shape_string(padding), ")");
+  return cpu::Window2d{in_h,
+                       in_w,
+                       (padded_h - span_h) / stride_h + 1,
+                       (padded_w - span_w) / stride_w + 1,
+                       kernel_h,
+                       kernel_w,
+                       stride_h,
+                       stride_w,
+                       pad_h,
+                       pad_w,
+                       dilation_h,
+                       dilation_w};
+}
+
 void check_floating(const Tensor& t, const char* op, const char* what) {
   STRATA_CHECK(t.dtype() == kFloat32 || t.dtype() == kFloat64, op, what,
                " must be Float32 or Float64, got ", t.dtype());

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "kernels/cpu/window2d.h"
 #include "tensor/tensor.h"
 
 namespace strata::nn_detail {
@@ -19,6 +20,13 @@ std::optional<Tensor> contiguous(const std::optional<Tensor>& t);
 // PyTorch's int[2] broadcasting: one value stands for both spatial dims. `what`
 // names the argument ("stride") in the error.
 std::array<int64_t, 2> expand_pair(IntArrayRef values, const char* op, const char* what);
+
+// The window of a convolution or pooling over the last two dims of input_sizes,
+// with kernel, stride, padding and dilation given as 1 or 2 values each. Checks
+// that they are positive (padding non-negative) and that the dilated kernel fits
+// the padded input, naming the op and the shapes.
+cpu::Window2d sliding_window(IntArrayRef input_sizes, IntArrayRef kernel, IntArrayRef stride,
+                             IntArrayRef padding, IntArrayRef dilation, const char* op);
 
 // Throws unless t is Float32 or Float64.
 void check_floating(const Tensor& t, const char* op, const char* what);

@@ -14,7 +14,7 @@ namespace {
 using nn_detail::check_floating;
 using nn_detail::check_same_dtype;
 using nn_detail::contiguous;
-using nn_detail::expand_pair;
+using nn_detail::sliding_window;
 
 using Conv2dSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef,
                          IntArrayRef, IntArrayRef, int64_t);
@@ -32,15 +32,6 @@ cpu::Conv2dGeometry conv_geometry(IntArrayRef input_sizes, IntArrayRef weight_si
   STRATA_CHECK(weight_sizes.size() == 4, op,
                "expected a 4-D weight [O, C / groups, kH, kW], got shape ",
                shape_string(weight_sizes));
-  const auto [stride_h, stride_w] = expand_pair(stride, op, "stride");
-  const auto [pad_h, pad_w] = expand_pair(padding, op, "padding");
-  const auto [dilation_h, dilation_w] = expand_pair(dilation, op, "dilation");
-  STRATA_CHECK(stride_h > 0 && stride_w > 0, op, "stride must be positive, got ",
-               shape_string(stride));
-  STRATA_CHECK(pad_h >= 0 && pad_w >= 0, op, "padding must be non-negative, got ",
-               shape_string(padding));
-  STRATA_CHECK(dilation_h > 0 && dilation_w > 0, op, "dilation must be positive, got ",
-               shape_string(dilation));
   STRATA_CHECK(groups > 0, op, "groups must be positive, got ", groups);
 
   const int64_t channels = input_sizes[1], out_channels = weight_sizes[0];
@@ -53,32 +44,12 @@ cpu::Conv2dGeometry conv_geometry(IntArrayRef input_sizes, IntArrayRef weight_si
                shape_string(weight_sizes), " with groups = ", groups,
                " expects weight.size(1) * groups = ", weight_sizes[1] * groups);
 
-  const int64_t kernel_h = weight_sizes[2], kernel_w = weight_sizes[3];
-  STRATA_CHECK(kernel_h > 0 && kernel_w > 0, op, "kernel size must be positive, weight shape ",
-               shape_string(weight_sizes));
-  const int64_t span_h = dilation_h * (kernel_h - 1) + 1, span_w = dilation_w * (kernel_w - 1) + 1;
-  const int64_t padded_h = input_sizes[2] + 2 * pad_h, padded_w = input_sizes[3] + 2 * pad_w;
-  STRATA_CHECK(span_h <= padded_h && span_w <= padded_w, op, "kernel of size ", span_h, "x", span_w,
-               " (with dilation ", shape_string(dilation), ") is larger than the padded input ",
-               padded_h, "x", padded_w, " (input shape ", shape_string(input_sizes), ", padding ",
-               shape_string(padding), ")");
-
   cpu::Conv2dGeometry g;
+  static_cast<cpu::Window2d&>(g) = sliding_window(
+      input_sizes, IntArrayRef(weight_sizes.data() + 2, 2), stride, padding, dilation, op);
   g.batch = input_sizes[0];
   g.in_channels = channels;
-  g.in_h = input_sizes[2];
-  g.in_w = input_sizes[3];
   g.out_channels = out_channels;
-  g.out_h = (padded_h - span_h) / stride_h + 1;
-  g.out_w = (padded_w - span_w) / stride_w + 1;
-  g.kernel_h = kernel_h;
-  g.kernel_w = kernel_w;
-  g.stride_h = stride_h;
-  g.stride_w = stride_w;
-  g.pad_h = pad_h;
-  g.pad_w = pad_w;
-  g.dilation_h = dilation_h;
-  g.dilation_w = dilation_w;
   g.groups = groups;
   return g;
 }

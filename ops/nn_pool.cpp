@@ -14,7 +14,7 @@ namespace {
 using nn_detail::check_floating;
 using nn_detail::check_same_dtype;
 using nn_detail::contiguous;
-using nn_detail::expand_pair;
+using nn_detail::sliding_window;
 
 using MaxPoolSig = Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef);
 using MaxPoolWithIndicesSig = std::tuple<Tensor, Tensor>(const Tensor&, IntArrayRef, IntArrayRef,
@@ -31,44 +31,18 @@ cpu::Pool2dGeometry pool_geometry(const Tensor& input, IntArrayRef kernel_size, 
                "expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
                shape_string(input.sizes()));
   check_floating(input, op, "input");
-  const auto [kernel_h, kernel_w] = expand_pair(kernel_size, op, "kernel_size");
-  const auto [stride_h, stride_w] =
-      stride.empty() ? std::array{kernel_h, kernel_w} : expand_pair(stride, op, "stride");
-  const auto [pad_h, pad_w] = expand_pair(padding, op, "padding");
-  const auto [dilation_h, dilation_w] = expand_pair(dilation, op, "dilation");
-  STRATA_CHECK(kernel_h > 0 && kernel_w > 0, op, "kernel_size must be positive, got ",
-               shape_string(kernel_size));
-  STRATA_CHECK(stride_h > 0 && stride_w > 0, op, "stride must be positive, got ",
-               shape_string(stride));
-  STRATA_CHECK(dilation_h > 0 && dilation_w > 0, op, "dilation must be positive, got ",
-               shape_string(dilation));
-  // So that every window holds at least one pixel of the image.
-  STRATA_CHECK(pad_h >= 0 && pad_w >= 0 && pad_h <= kernel_h / 2 && pad_w <= kernel_w / 2, op,
-               "padding ", shape_string(padding), " must be between 0 and half the kernel size ",
-               kernel_h, "x", kernel_w);
+  const IntArrayRef effective_stride = stride.empty() ? kernel_size : stride;
   const int64_t in_h = input.sizes()[input.dim() - 2], in_w = input.sizes()[input.dim() - 1];
   STRATA_CHECK(in_h > 0 && in_w > 0, op, "input of shape ", shape_string(input.sizes()),
                " has an empty spatial dim");
-  const int64_t span_h = dilation_h * (kernel_h - 1) + 1, span_w = dilation_w * (kernel_w - 1) + 1;
-  const int64_t padded_h = in_h + 2 * pad_h, padded_w = in_w + 2 * pad_w;
-  STRATA_CHECK(span_h <= padded_h && span_w <= padded_w, op, "kernel of size ", span_h, "x", span_w,
-               " (with dilation ", shape_string(dilation), ") is larger than the padded input ",
-               padded_h, "x", padded_w, " (input shape ", shape_string(input.sizes()), ", padding ",
-               shape_string(padding), ")");
   cpu::Pool2dGeometry g;
+  static_cast<cpu::Window2d&>(g) =
+      sliding_window(input.sizes(), kernel_size, effective_stride, padding, dilation, op);
+  // So that every window holds at least one pixel of the image.
+  STRATA_CHECK(g.pad_h <= g.kernel_h / 2 && g.pad_w <= g.kernel_w / 2, op, "padding ",
+               shape_string(padding), " must be between 0 and half the kernel size ", g.kernel_h,
+               "x", g.kernel_w);
   g.planes = input.numel() / (in_h * in_w);
-  g.in_h = in_h;
-  g.in_w = in_w;
-  g.out_h = (padded_h - span_h) / stride_h + 1;
-  g.out_w = (padded_w - span_w) / stride_w + 1;
-  g.kernel_h = kernel_h;
-  g.kernel_w = kernel_w;
-  g.stride_h = stride_h;
-  g.stride_w = stride_w;
-  g.pad_h = pad_h;
-  g.pad_w = pad_w;
-  g.dilation_h = dilation_h;
-  g.dilation_w = dilation_w;
   return g;
 }
 

@@ -174,8 +174,8 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_output, const T
       T* columns = buffer ? buffer.get() : image;
       // columns [D, P] = W_g^T [D, O] @ grad_output_g [O, P]
       gemm<T>(s.depth, s.positions, s.out_channels, T(1), w + grp * s.out_channels * s.depth, 1,
-              s.depth, go + (n * g.out_channels + grp * s.out_channels) * s.positions,
-              s.positions, 1, T(0), columns, s.positions);
+              s.depth, go + (n * g.out_channels + grp * s.out_channels) * s.positions, s.positions,
+              1, T(0), columns, s.positions);
       if (buffer) {
         std::fill(image, image + s.channels * s.plane, T(0));
         transfer_columns<false, T>(image, buffer.get(), g, s.channels);

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/window2d.h"
+
 namespace strata {
 class Tensor;
 }
@@ -11,14 +13,8 @@ namespace strata::cpu {
 // The shapes of one 2-D convolution: input [batch, in_channels, in_h, in_w], weight
 // [out_channels, in_channels / groups, kernel_h, kernel_w], output [batch,
 // out_channels, out_h, out_w].
-struct Conv2dGeometry {
-  int64_t batch, in_channels, in_h, in_w;
-  int64_t out_channels, out_h, out_w;
-  int64_t kernel_h, kernel_w;
-  int64_t stride_h, stride_w;
-  int64_t pad_h, pad_w;
-  int64_t dilation_h, dilation_w;
-  int64_t groups;
+struct Conv2dGeometry : Window2d {
+  int64_t batch, in_channels, out_channels, groups;
 };
 
 // Every tensor is contiguous and of one floating dtype; outputs are preallocated.

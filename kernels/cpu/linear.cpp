@@ -27,17 +27,16 @@ void linear(const Tensor& out, const Tensor& input, const Tensor& weight, const 
   T* y = out.data_ptr<T>();
   const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
   const int64_t row_flops = std::max<int64_t>(1, 2 * in_features * out_features);
-  parallel_for(0, rows, std::max<int64_t>(1, kGemmGrainFlops / row_flops),
-               [&](int64_t begin, int64_t end) {
-                 // rows [R, in] @ weight^T [in, out]
-                 gemm<T>(end - begin, out_features, in_features, T(1), x + begin * in_features,
-                         in_features, 1, w, 1, in_features, T(0), y + begin * out_features,
-                         out_features);
-                 if (b != nullptr) {
-                   Eigen::Map<Matrix> result(y + begin * out_features, end - begin, out_features);
-                   result.rowwise() += Eigen::Map<const RowVector>(b, out_features);
-                 }
-               });
+  parallel_for(
+      0, rows, std::max<int64_t>(1, kGemmGrainFlops / row_flops), [&](int64_t begin, int64_t end) {
+        // rows [R, in] @ weight^T [in, out]
+        gemm<T>(end - begin, out_features, in_features, T(1), x + begin * in_features, in_features,
+                1, w, 1, in_features, T(0), y + begin * out_features, out_features);
+        if (b != nullptr) {
+          Eigen::Map<Matrix> result(y + begin * out_features, end - begin, out_features);
+          result.rowwise() += Eigen::Map<const RowVector>(b, out_features);
+        }
+      });
 }
 
 }  // namespace

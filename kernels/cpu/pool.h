@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/window2d.h"
+
 namespace strata {
 class Tensor;
 }
@@ -9,12 +11,8 @@ class Tensor;
 namespace strata::cpu {
 
 // 2-D pooling over `planes` independent [in_h, in_w] planes (N * C of an NCHW input).
-struct Pool2dGeometry {
-  int64_t planes, in_h, in_w, out_h, out_w;
-  int64_t kernel_h, kernel_w;
-  int64_t stride_h, stride_w;
-  int64_t pad_h, pad_w;
-  int64_t dilation_h, dilation_w;
+struct Pool2dGeometry : Window2d {
+  int64_t planes;  // N * C: the planes pooled independently
 };
 
 // Tensors are contiguous; outputs preallocated. `indices` (Int64) hold the position
