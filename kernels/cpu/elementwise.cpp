@@ -1,5 +1,7 @@
 #include "kernels/cpu/elementwise.h"
 
+#include <algorithm>
+
 #include "kernels/cpu/elementwise_rows.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
@@ -145,12 +147,69 @@ void fill_kernel(const Tensor& out, const Scalar& value) {
   });
 }
 
+namespace {
+
+// Note [Tiled transposing copy]
+// Copying a transposed view into row-major memory (reshape or contiguous of a
+// transposed tensor) walks the source against its memory order: row by row, every
+// element read touches a new cache line. When the source is unit-stride along the
+// output's second-to-last dim instead of its last, the last two dims are copied in
+// kTile x kTile blocks, whose source lines stay in L1 while the block is written.
+constexpr int64_t kTile = 32;
+
+template <class Out, class Src>
+bool copy_transposed_tiles(const ElementwiseLayout& layout) {
+  const int64_t rank = static_cast<int64_t>(layout.shape.size());
+  if (rank < 2) return false;
+  const DimVector& out_strides = layout.strides[0];
+  const DimVector& src_strides = layout.strides[1];
+  if (out_strides[rank - 1] != sizeof(Out) || src_strides[rank - 2] != sizeof(Src)) return false;
+  const int64_t rows = layout.shape[rank - 2], cols = layout.shape[rank - 1];
+  const int64_t row_blocks = (rows + kTile - 1) / kTile;
+  int64_t planes = 1;
+  for (int64_t d = 0; d < rank - 2; ++d) planes *= layout.shape[d];
+  const int64_t grain =
+      std::max<int64_t>(1, kElementwiseGrain / (kTile * std::max<int64_t>(cols, 1)));
+  parallel_for(0, planes * row_blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      // The plane's base addresses: outer dims in row-major order.
+      char* out = layout.data[0];
+      const char* src = layout.data[1];
+      for (int64_t d = rank - 3, rest = task / row_blocks; d >= 0; --d) {
+        const int64_t index = rest % layout.shape[d];
+        rest /= layout.shape[d];
+        out += index * out_strides[d];
+        src += index * src_strides[d];
+      }
+      const int64_t r0 = (task % row_blocks) * kTile, r1 = std::min(rows, r0 + kTile);
+      for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const int64_t c1 = std::min(cols, c0 + kTile);
+        for (int64_t r = r0; r < r1; ++r) {
+          Out* out_row = reinterpret_cast<Out*>(out + r * out_strides[rank - 2]);
+          const char* src_row = src + r * sizeof(Src);
+          for (int64_t c = c0; c < c1; ++c) {
+            out_row[c] = static_cast<Out>(
+                *reinterpret_cast<const Src*>(src_row + c * src_strides[rank - 1]));
+          }
+        }
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace
+
 void copy_kernel(const Tensor& out, const Tensor& src) {
   dispatch_all(out.dtype(), "strata::copy_", [&](auto out_tag) {
     using Out = decltype(out_tag);
     dispatch_all(src.dtype(), "strata::copy_", [&](auto src_tag) {
       using Src = decltype(src_tag);
-      run_unary<Out, Src>(out, src, [](Src x) { return static_cast<Out>(x); });
+      const ElementwiseLayout layout = make_elementwise_layout(out, {&src});
+      if (layout.numel == 0 || copy_transposed_tiles<Out, Src>(layout)) return;
+      run_rows(layout, [](char** data, const int64_t* strides, int64_t n) {
+        unary_row<Out, Src>(data, strides, n, [](Src x) { return static_cast<Out>(x); });
+      });
     });
   });
 }
