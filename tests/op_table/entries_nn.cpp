@@ -16,17 +16,6 @@ namespace {
 
 using Sizes = std::vector<int64_t>;
 
-OpInfo entry(std::string name, std::function<std::vector<Sample>(ScalarType)> samples,
-             OpFunction op, OpFunction reference) {
-  OpInfo info;
-  info.name = std::move(name);
-  info.dtypes = floating_dtypes();
-  info.samples = std::move(samples);
-  info.op = std::move(op);
-  info.reference = std::move(reference);
-  return info;
-}
-
 // ---- softmax -------------------------------------------------------------------------
 
 // Calls f(positions) for each lane of `sizes` along `dim`: the flat positions of its
@@ -124,7 +113,7 @@ std::vector<OpInfo> softmax_entries() {
   std::vector<OpInfo> infos;
   for (bool log : {false, true}) {
     const std::string name = log ? "nn::log_softmax" : "nn::softmax";
-    infos.push_back(entry(
+    infos.push_back(floating_op_info(
         name, [log](ScalarType t) { return softmax_samples(t, false, log); },
         [log](const std::vector<Tensor>& in, const Stack& a) {
           const int64_t dim = a[0].to_int();
@@ -133,7 +122,7 @@ std::vector<OpInfo> softmax_entries() {
         [log](const std::vector<Tensor>& in, const Stack& a) {
           return std::vector<Tensor>{softmax_reference(in[0], a[0].to_int(), log)};
         }));
-    infos.push_back(entry(
+    infos.push_back(floating_op_info(
         name + "_backward", [log](ScalarType t) { return softmax_samples(t, true, log); },
         [log](const std::vector<Tensor>& in, const Stack& a) {
           const int64_t dim = a[0].to_int();
@@ -240,7 +229,7 @@ std::vector<Sample> mse_loss_samples(ScalarType dtype) {
 
 std::vector<OpInfo> loss_entries() {
   std::vector<OpInfo> infos;
-  infos.push_back(entry(
+  infos.push_back(floating_op_info(
       "nn::nll_loss", [](ScalarType t) { return nll_loss_samples(t, false); },
       [](const std::vector<Tensor>& in, const Stack& a) {
         const std::optional<Tensor> weight = in.size() > 2 ? std::optional(in[2]) : std::nullopt;
@@ -252,7 +241,7 @@ std::vector<OpInfo> loss_entries() {
         return std::vector<Tensor>{
             nll_loss_reference(in[0], in[1], weight, a[0].to_int(), a[1].to_int())};
       }));
-  infos.push_back(entry(
+  infos.push_back(floating_op_info(
       "nn::cross_entropy", [](ScalarType t) { return nll_loss_samples(t, true); },
       [](const std::vector<Tensor>& in, const Stack& a) {
         return std::vector<Tensor>{
@@ -263,7 +252,7 @@ std::vector<OpInfo> loss_entries() {
         return std::vector<Tensor>{
             nll_loss_reference(log_probs, in[1], std::nullopt, a[0].to_int(), -100)};
       }));
-  infos.push_back(entry(
+  infos.push_back(floating_op_info(
       "nn::mse_loss", mse_loss_samples,
       [](const std::vector<Tensor>& in, const Stack& a) {
         return std::vector<Tensor>{
@@ -416,7 +405,7 @@ Tensor layer_norm_reference(const std::vector<Tensor>& in, const Sizes& normaliz
 
 std::vector<OpInfo> misc_entries() {
   std::vector<OpInfo> infos;
-  infos.push_back(entry(
+  infos.push_back(floating_op_info(
       "nn::linear", linear_samples,
       [](const std::vector<Tensor>& in, const Stack&) {
         const std::optional<Tensor> bias = in.size() > 2 ? std::optional(in[2]) : std::nullopt;
@@ -426,7 +415,7 @@ std::vector<OpInfo> misc_entries() {
         return std::vector<Tensor>{linear_reference(in)};
       }));
   infos.back().tolerances[{Check::Forward, kFloat32}] = {1e-5, 1e-4};  // 64-term float sums
-  infos.push_back(entry(
+  infos.push_back(floating_op_info(
       "nn::embedding", embedding_samples,
       [](const std::vector<Tensor>& in, const Stack&) {
         return std::vector<Tensor>{nn::embedding(in[0], in[1])};
@@ -435,7 +424,7 @@ std::vector<OpInfo> misc_entries() {
         return std::vector<Tensor>{embedding_reference(in[0], in[1])};
       }));
   infos.back().dtypes = all_dtypes();
-  infos.push_back(entry(
+  infos.push_back(floating_op_info(
       "nn::layer_norm", layer_norm_samples,
       [](const std::vector<Tensor>& in, const Stack& a) {
         const std::optional<Tensor> weight = in.size() > 1 ? std::optional(in[1]) : std::nullopt;

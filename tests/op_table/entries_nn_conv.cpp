@@ -354,20 +354,9 @@ std::vector<Sample> max_pool_backward_samples(ScalarType dtype) {
   return samples;
 }
 
-OpInfo pool_entry(std::string name, std::function<std::vector<Sample>(ScalarType)> samples,
-                  OpFunction op, OpFunction reference) {
-  OpInfo info;
-  info.name = std::move(name);
-  info.dtypes = floating_dtypes();
-  info.samples = std::move(samples);
-  info.op = std::move(op);
-  info.reference = std::move(reference);
-  return info;
-}
-
 std::vector<OpInfo> pool_entries() {
   std::vector<OpInfo> infos;
-  infos.push_back(pool_entry(
+  infos.push_back(floating_op_info(
       "nn::max_pool2d_with_indices", [](ScalarType t) { return pool_samples(t, true, false); },
       [](const std::vector<Tensor>& in, const Stack& a) {
         auto [values, indices] = nn::max_pool2d_with_indices(
@@ -378,7 +367,7 @@ std::vector<OpInfo> pool_entries() {
         auto [values, indices] = max_pool_reference(in[0], pool_shape_of(in[0], a));
         return std::vector<Tensor>{values, indices};
       }));
-  infos.push_back(pool_entry(
+  infos.push_back(floating_op_info(
       "nn::max_pool2d", [](ScalarType t) { return pool_samples(t, true, false); },
       [](const std::vector<Tensor>& in, const Stack& a) {
         return std::vector<Tensor>{nn::max_pool2d(in[0], a[0].to_int_list(), a[1].to_int_list(),
@@ -387,7 +376,7 @@ std::vector<OpInfo> pool_entries() {
       [](const std::vector<Tensor>& in, const Stack& a) {
         return std::vector<Tensor>{max_pool_reference(in[0], pool_shape_of(in[0], a)).first};
       }));
-  infos.push_back(pool_entry(
+  infos.push_back(floating_op_info(
       "nn::max_pool2d_backward", max_pool_backward_samples,
       [](const std::vector<Tensor>& in, const Stack&) {
         return std::vector<Tensor>{nn::max_pool2d_backward(in[0], in[1], in[2])};
@@ -403,7 +392,7 @@ std::vector<OpInfo> pool_entries() {
         }
         return std::vector<Tensor>{from_values(grad, sizes, in[0].dtype())};
       }));
-  infos.push_back(pool_entry(
+  infos.push_back(floating_op_info(
       "nn::avg_pool2d", [](ScalarType t) { return pool_samples(t, false, false); },
       [](const std::vector<Tensor>& in, const Stack& a) {
         return std::vector<Tensor>{
@@ -419,7 +408,7 @@ std::vector<OpInfo> pool_entries() {
         });
         return std::vector<Tensor>{from_values(out, s.output, in[0].dtype())};
       }));
-  infos.push_back(pool_entry(
+  infos.push_back(floating_op_info(
       "nn::avg_pool2d_backward", [](ScalarType t) { return pool_samples(t, false, true); },
       [](const std::vector<Tensor>& in, const Stack& a) {
         return std::vector<Tensor>{nn::avg_pool2d_backward(in[0], in[1], a[0].to_int_list(),

@@ -31,6 +31,24 @@ const ExpectedFailure* OpInfo::expected_failure(Check check, ScalarType dtype) c
   return nullptr;
 }
 
+OpInfo make_op_info(std::string name, std::vector<ScalarType> dtypes,
+                    std::function<std::vector<Sample>(ScalarType)> samples, OpFunction op,
+                    OpFunction reference) {
+  OpInfo info;
+  info.name = std::move(name);
+  info.dtypes = std::move(dtypes);
+  info.samples = std::move(samples);
+  info.op = std::move(op);
+  info.reference = std::move(reference);
+  return info;
+}
+
+OpInfo floating_op_info(std::string name, std::function<std::vector<Sample>(ScalarType)> samples,
+                        OpFunction op, OpFunction reference) {
+  return make_op_info(std::move(name), floating_dtypes(), std::move(samples), std::move(op),
+                      std::move(reference));
+}
+
 namespace {
 std::vector<OpInfo>& registry() {
   static std::vector<OpInfo> infos;

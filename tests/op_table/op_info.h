@@ -5,6 +5,8 @@
 // and expected failures. Every check iterates the table, so adding an op is adding
 // an entry (in tests/op_table/entries_<family>.cpp) plus its rules.
 
+#include <strata/strata.h>
+
 #include <functional>
 #include <iosfwd>
 #include <map>
@@ -12,8 +14,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <strata/strata.h>
 
 namespace strata::testing {
 
@@ -63,16 +63,24 @@ struct OpInfo {
   const ExpectedFailure* expected_failure(Check check, ScalarType dtype) const;
 };
 
+// An entry with default flags and tolerances.
+OpInfo make_op_info(std::string name, std::vector<ScalarType> dtypes,
+                    std::function<std::vector<Sample>(ScalarType)> samples, OpFunction op,
+                    OpFunction reference);
+// The same for Float32 and Float64.
+OpInfo floating_op_info(std::string name, std::function<std::vector<Sample>(ScalarType)> samples,
+                        OpFunction op, OpFunction reference);
+
 // Registers the entries of one family at static-initialization time:
 //   STRATA_OP_INFOS(unary) { return {OpInfo{...}, ...}; }
 const std::vector<OpInfo>& op_infos();
 struct OpInfoRegistrar {
   explicit OpInfoRegistrar(std::vector<OpInfo> (*make)());
 };
-#define STRATA_OP_INFOS(family)                                                       \
-  static std::vector<::strata::testing::OpInfo> strata_op_infos_##family();           \
-  static const ::strata::testing::OpInfoRegistrar strata_op_info_registrar_##family(  \
-      &strata_op_infos_##family);                                                     \
+#define STRATA_OP_INFOS(family)                                                      \
+  static std::vector<::strata::testing::OpInfo> strata_op_infos_##family();          \
+  static const ::strata::testing::OpInfoRegistrar strata_op_info_registrar_##family( \
+      &strata_op_infos_##family);                                                    \
   static std::vector<::strata::testing::OpInfo> strata_op_infos_##family()
 
 // Called by the op-table test binary's main() once every entry is registered.
@@ -80,8 +88,8 @@ void register_forward_tests();
 // op x {forward, grad, jvp, vmap, vmap∘grad}: what the table checks for each op.
 void print_coverage_matrix(std::ostream& out);
 
-const std::vector<ScalarType>& floating_dtypes();   // Float32, Float64
-const std::vector<ScalarType>& numeric_dtypes();    // Int64, Float32, Float64
-const std::vector<ScalarType>& all_dtypes();        // Bool, Int64, Float32, Float64
+const std::vector<ScalarType>& floating_dtypes();  // Float32, Float64
+const std::vector<ScalarType>& numeric_dtypes();   // Int64, Float32, Float64
+const std::vector<ScalarType>& all_dtypes();       // Bool, Int64, Float32, Float64
 
 }  // namespace strata::testing
