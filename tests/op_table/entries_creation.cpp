@@ -16,16 +16,12 @@ using TensorFromArgs = std::function<Tensor(const Stack&)>;
 OpInfo factory_entry(std::string name, std::vector<ScalarType> dtypes,
                      std::function<std::vector<Sample>(ScalarType)> samples, TensorFromArgs op,
                      TensorFromArgs reference) {
-  OpInfo info;
-  info.name = std::move(name);
-  info.dtypes = std::move(dtypes);
-  info.samples = std::move(samples);
-  info.op = [op](const std::vector<Tensor>&, const Stack& args) {
-    return std::vector<Tensor>{op(args)};
-  };
-  info.reference = [reference](const std::vector<Tensor>&, const Stack& args) {
-    return std::vector<Tensor>{reference(args)};
-  };
+  OpInfo info = make_op_info(
+      std::move(name), std::move(dtypes), std::move(samples),
+      [op](const std::vector<Tensor>&, const Stack& args) { return std::vector<Tensor>{op(args)}; },
+      [reference](const std::vector<Tensor>&, const Stack& args) {
+        return std::vector<Tensor>{reference(args)};
+      });
   info.differentiable = false;
   info.forward_ad = false;
   info.twice_differentiable = false;

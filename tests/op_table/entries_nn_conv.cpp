@@ -133,32 +133,30 @@ std::vector<Sample> conv2d_samples(ScalarType dtype) {
   return samples;
 }
 
-std::vector<Sample> conv2d_backward_input_samples(ScalarType dtype) {
+// Samples of a backward op: grad_output and the other tensor operand (the weight
+// for the input gradient, the input for the weight gradient), then the sizes of
+// the gradient's tensor and the conv arguments.
+enum class ConvGrad { Input, Weight };
+std::vector<Sample> conv2d_backward_samples(ScalarType dtype, ConvGrad grad) {
   std::vector<Sample> samples;
   for (const ConvCase& c : conv_cases()) {
     Stack args = conv_args(c);
     const ConvShape s = conv_shape(c.input, c.weight, args);
-    args.insert(args.begin(), IValue(c.input));
-    samples.push_back({c.description,
-                       {make_tensor(s.output(), dtype, -1, 1, 4),
-                        make_tensor(c.weight, dtype, c.layout, -1, 1, 2)},
-                       args});
+    const bool of_input = grad == ConvGrad::Input;
+    args.insert(args.begin(), IValue(of_input ? c.input : c.weight));
+    Tensor other = of_input ? make_tensor(c.weight, dtype, c.layout, -1, 1, 2)
+                            : make_tensor(c.input, dtype, c.layout, -2, 2, 1);
+    samples.push_back({c.description, {make_tensor(s.output(), dtype, -1, 1, 4), other}, args});
   }
   return samples;
 }
 
+std::vector<Sample> conv2d_backward_input_samples(ScalarType dtype) {
+  return conv2d_backward_samples(dtype, ConvGrad::Input);
+}
+
 std::vector<Sample> conv2d_backward_weight_samples(ScalarType dtype) {
-  std::vector<Sample> samples;
-  for (const ConvCase& c : conv_cases()) {
-    Stack args = conv_args(c);
-    const ConvShape s = conv_shape(c.input, c.weight, args);
-    args.insert(args.begin(), IValue(c.weight));
-    samples.push_back({c.description,
-                       {make_tensor(s.output(), dtype, -1, 1, 4),
-                        make_tensor(c.input, dtype, c.layout, -2, 2, 1)},
-                       args});
-  }
-  return samples;
+  return conv2d_backward_samples(dtype, ConvGrad::Weight);
 }
 
 // The conv arguments after a leading sizes argument (backward ops).
