@@ -17,6 +17,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -219,6 +220,13 @@ STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
 
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
   m.impl("arange", &arange_end_composite);
+}
+
+// A tensor made like another takes its shape, never its values: no gradient.
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  for (const char* name : {"empty_like", "zeros_like", "ones_like", "full_like"}) {
+    m.impl(name, autograd::non_differentiable());
+  }
 }
 
 template <class T>

@@ -8,6 +8,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -176,6 +177,92 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("logical_and", &compare_cpu<CompareOp::LogicalAnd>);
   m.impl("logical_or", &compare_cpu<CompareOp::LogicalOr>);
   m.impl("where.self", &where_cpu);
+}
+
+// ---- derivatives (Note [Derivative formulas]); broadcast gradients are summed
+// back to each input's shape by the caller of the formula.
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+void add_backward(BackwardContext& c) {
+  c.set_grad(0, c.grad());
+  if (c.needs_grad(1)) c.set_grad(1, c.grad() * c.scalar_arg(2));
+}
+
+void sub_backward(BackwardContext& c) {
+  c.set_grad(0, c.grad());
+  if (c.needs_grad(1)) c.set_grad(1, c.grad() * -c.scalar_arg(2).to<double>());
+}
+
+void mul_backward(BackwardContext& c) {
+  if (c.needs_grad(0)) c.set_grad(0, c.grad() * c.input(1));
+  if (c.needs_grad(1)) c.set_grad(1, c.grad() * c.input(0));
+}
+
+void div_backward(BackwardContext& c) {
+  const Tensor& other = c.input(1);
+  if (c.needs_grad(0)) c.set_grad(0, c.grad() / other);
+  if (c.needs_grad(1)) c.set_grad(1, -(c.grad() * c.output()) / other);
+}
+
+void pow_backward(BackwardContext& c) {
+  const Tensor& base = c.input(0);
+  const Tensor& exponent = c.input(1);
+  if (c.needs_grad(0)) {
+    Tensor d = exponent * base.pow(exponent - 1.0);
+    c.set_grad(0, c.grad() * where(exponent == 0.0, zeros_like(d), d));
+  }
+  if (c.needs_grad(1)) {
+    // d/de x^e = x^e log x, taken as 0 at x = 0 (the limit for e > 0).
+    Tensor d = c.output() * base.log();
+    c.set_grad(1, c.grad() * where(base == 0.0, zeros_like(d), d));
+  }
+}
+
+// maximum/minimum: the gradient goes to the selected input; ties split it.
+template <bool kMax>
+void select_backward(BackwardContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  Tensor a_wins = kMax ? a > b : a < b;
+  Tensor tie = (a == b) * 0.5;
+  if (c.needs_grad(0)) c.set_grad(0, c.grad() * (a_wins + tie));
+  if (c.needs_grad(1)) c.set_grad(1, c.grad() * ((kMax ? b > a : b < a) + tie));
+}
+
+void where_backward(BackwardContext& c) {
+  const Tensor& condition = c.input(0);
+  Tensor zero = zeros_like(c.grad());
+  if (c.needs_grad(1)) c.set_grad(1, where(condition, c.grad(), zero));
+  if (c.needs_grad(2)) c.set_grad(2, where(condition, zero, c.grad()));
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  const KernelFunction add = derivative({.backward = &add_backward});
+  const KernelFunction sub = derivative({.backward = &sub_backward});
+  const KernelFunction mul = derivative({.backward = &mul_backward, .saved_inputs = args(0, 1)});
+  const KernelFunction div =
+      derivative({.backward = &div_backward, .saved_inputs = args(1), .saved_outputs = args(0)});
+  m.impl("add.Tensor", add);
+  m.impl("add_.Tensor", add);
+  m.impl("sub.Tensor", sub);
+  m.impl("sub_.Tensor", sub);
+  m.impl("mul.Tensor", mul);
+  m.impl("mul_.Tensor", mul);
+  m.impl("div.Tensor", div);
+  m.impl("div_.Tensor", div);
+  m.impl("pow.Tensor_Tensor",
+         derivative(
+             {.backward = &pow_backward, .saved_inputs = args(0, 1), .saved_outputs = args(0)}));
+  m.impl("maximum", derivative({.backward = &select_backward<true>, .saved_inputs = args(0, 1)}));
+  m.impl("minimum", derivative({.backward = &select_backward<false>, .saved_inputs = args(0, 1)}));
+  m.impl("where.self", derivative({.backward = &where_backward, .saved_inputs = args(0)}));
+  for (const char* name : {"eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor",
+                           "ge.Tensor", "logical_and", "logical_or"}) {
+    m.impl(name, autograd::non_differentiable());
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -192,6 +193,125 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("logical_not", &logical_not_cpu);
   m.impl("clamp", &clamp_cpu);
   m.impl("clamp_", &clamp__cpu);
+}
+
+// ---- derivatives (Note [Derivative formulas]) -----------------------------------
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+// Unary ops whose derivative is a function of the input x, or of the output y.
+template <Tensor (*kDerivative)(const Tensor& x)>
+void backward_from_input(BackwardContext& c) {
+  c.set_grad(0, c.grad() * kDerivative(c.input(0)));
+}
+template <Tensor (*kDerivative)(const Tensor& y)>
+void backward_from_output(BackwardContext& c) {
+  c.set_grad(0, c.grad() * kDerivative(c.output()));
+}
+
+Tensor relu_derivative(const Tensor& y) { return y > 0.0; }
+Tensor exp_derivative(const Tensor& y) { return y; }
+Tensor expm1_derivative(const Tensor& y) { return y + 1.0; }
+Tensor sqrt_derivative(const Tensor& y) { return 0.5 / y; }
+Tensor rsqrt_derivative(const Tensor& y) { return y.pow(3.0) * -0.5; }
+Tensor reciprocal_derivative(const Tensor& y) { return -(y * y); }
+Tensor tanh_derivative(const Tensor& y) { return 1.0 - y * y; }
+Tensor sigmoid_derivative(const Tensor& y) { return y * (1.0 - y); }
+Tensor abs_derivative(const Tensor& x) { return x.sign(); }
+Tensor square_derivative(const Tensor& x) { return x * 2.0; }
+Tensor log_derivative(const Tensor& x) { return x.reciprocal(); }
+Tensor log1p_derivative(const Tensor& x) { return (x + 1.0).reciprocal(); }
+Tensor sin_derivative(const Tensor& x) { return x.cos(); }
+Tensor cos_derivative(const Tensor& x) { return -x.sin(); }
+
+constexpr uint32_t kInput = args(0);
+constexpr uint32_t kOutput = args(0);
+
+void neg_backward(BackwardContext& c) { c.set_grad(0, -c.grad()); }
+
+// gelu(x) = x * Phi(x), so d/dx = Phi(x) + x * phi(x). Phi is read off the
+// output as gelu(x) / x (1/2 at 0) rather than needing erf as an op; the tanh
+// approximation differentiates through tanh.
+void gelu_backward(BackwardContext& c) {
+  const Tensor& x = c.input(0);
+  if (c.arg(1).to_string_ref() == "tanh") {
+    constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
+    constexpr double kKappa = 0.044715;
+    Tensor inner = (x + x.pow(3.0) * kKappa) * kBeta;
+    Tensor t = inner.tanh();
+    Tensor d_inner = (x.square() * (3.0 * kKappa) + 1.0) * kBeta;
+    c.set_grad(0, c.grad() * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * d_inner));
+    return;
+  }
+  constexpr double kInvSqrt2Pi = 0.3989422804014327;
+  Tensor pdf = (x.square() * -0.5).exp() * kInvSqrt2Pi;
+  Tensor cdf = where(x == 0.0, full_like(x, 0.5), c.output() / x);
+  c.set_grad(0, c.grad() * (cdf + x * pdf));
+}
+
+void softplus_backward(BackwardContext& c) {
+  const Tensor& x = c.input(0);
+  const double beta = c.scalar_arg(1).to<double>();
+  const double threshold = c.scalar_arg(2).to<double>();
+  Tensor scaled = x * beta;
+  c.set_grad(0, c.grad() * where(scaled > threshold, ones_like(x), scaled.sigmoid()));
+}
+
+void pow_scalar_backward(BackwardContext& c) {
+  const Scalar p = c.scalar_arg(1);
+  const double exponent = p.to<double>();
+  if (exponent == 0.0) {
+    c.set_grad(0, zeros_like(c.grad()));
+    return;
+  }
+  c.set_grad(0, c.grad() * c.input(0).pow(exponent - 1.0) * exponent);
+}
+
+void clamp_backward(BackwardContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor pass = ones_like(x, ScalarType::Bool);
+  if (!c.arg(1).is_none()) pass = pass.logical_and(x >= c.scalar_arg(1));
+  if (!c.arg(2).is_none()) pass = pass.logical_and(x <= c.scalar_arg(2));
+  c.set_grad(0, c.grad() * pass);
+}
+
+template <void (*kBackward)(BackwardContext&)>
+KernelFunction of_input() {
+  return derivative({.backward = kBackward, .saved_inputs = kInput});
+}
+template <void (*kBackward)(BackwardContext&)>
+KernelFunction of_output() {
+  return derivative({.backward = kBackward, .saved_outputs = kOutput});
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("neg", derivative({.backward = &neg_backward}));
+  m.impl("abs", of_input<&backward_from_input<&abs_derivative>>());
+  m.impl("sign", autograd::non_differentiable());
+  m.impl("logical_not", autograd::non_differentiable());
+  m.impl("square", of_input<&backward_from_input<&square_derivative>>());
+  m.impl("relu", of_output<&backward_from_output<&relu_derivative>>());
+  m.impl("relu_", of_output<&backward_from_output<&relu_derivative>>());
+  m.impl("exp", of_output<&backward_from_output<&exp_derivative>>());
+  m.impl("expm1", of_output<&backward_from_output<&expm1_derivative>>());
+  m.impl("log", of_input<&backward_from_input<&log_derivative>>());
+  m.impl("log1p", of_input<&backward_from_input<&log1p_derivative>>());
+  m.impl("sqrt", of_output<&backward_from_output<&sqrt_derivative>>());
+  m.impl("rsqrt", of_output<&backward_from_output<&rsqrt_derivative>>());
+  m.impl("reciprocal", of_output<&backward_from_output<&reciprocal_derivative>>());
+  m.impl("sin", of_input<&backward_from_input<&sin_derivative>>());
+  m.impl("cos", of_input<&backward_from_input<&cos_derivative>>());
+  m.impl("tanh", of_output<&backward_from_output<&tanh_derivative>>());
+  m.impl("sigmoid", of_output<&backward_from_output<&sigmoid_derivative>>());
+  m.impl(
+      "gelu",
+      derivative({.backward = &gelu_backward, .saved_inputs = kInput, .saved_outputs = kOutput}));
+  m.impl("softplus", of_input<&softplus_backward>());
+  m.impl("pow.Tensor_Scalar", of_input<&pow_scalar_backward>());
+  m.impl("clamp", of_input<&clamp_backward>());
+  m.impl("clamp_", of_input<&clamp_backward>());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -135,6 +136,20 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("randint.low", &randint_cpu);
   m.impl("bernoulli", &bernoulli_cpu);
   m.impl("normal.Tensor_Tensor", &normal_cpu);
+}
+
+// normal(mean, std) = mean + std * eps (eps ~ N(0, 1)) is differentiable in both
+// parameters (the reparameterization trick): eps = (out - mean) / std.
+void normal_backward(autograd::BackwardContext& c) {
+  if (c.needs_grad(0)) c.set_grad(0, c.grad());
+  if (c.needs_grad(1)) c.set_grad(1, c.grad() * (c.output() - c.input(0)) / c.input(1));
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("bernoulli", autograd::non_differentiable());
+  m.impl("normal.Tensor_Tensor", autograd::derivative({.backward = &normal_backward,
+                                                       .saved_inputs = autograd::args(0, 1),
+                                                       .saved_outputs = autograd::args(0)}));
 }
 
 }  // namespace

@@ -167,6 +167,9 @@ std::ostream& describe(std::ostream& out, const Tensor& t, const std::string& pl
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t) {
   if (!t.defined()) return out << kPrefix << "undefined)";
+  if (const TensorImpl* source = t.impl()->value_source(); source != t.impl()) {
+    return out << Tensor(IntrusivePtr<TensorImpl>(const_cast<TensorImpl*>(source)));
+  }
   if (!t.impl()->has_storage()) {
     std::string placeholder = "<";
     placeholder += t.impl()->impl_name();

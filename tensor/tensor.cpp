@@ -18,8 +18,9 @@ std::string shape_string(IntArrayRef sizes) {
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
   // A 0-dim tensor accepts dims 0 and -1, as if it had one dim.
   int64_t bound = rank == 0 ? 1 : rank;
-  STRATA_CHECK(dim >= -bound && dim < bound, op, "dim ", dim, " is out of range for a tensor of rank ",
-               rank, " (expected a dim in [", -bound, ", ", bound - 1, "])");
+  STRATA_CHECK(dim >= -bound && dim < bound, op, "dim ", dim,
+               " is out of range for a tensor of rank ", rank, " (expected a dim in [", -bound,
+               ", ", bound - 1, "])");
   return dim < 0 ? dim + bound : dim;
 }
 
@@ -32,7 +33,9 @@ int64_t existing_dim(const Tensor& t, int64_t dim, const char* what) {
 }
 }  // namespace
 
-int64_t Tensor::size(int64_t dim) const { return sizes()[existing_dim(*this, dim, "Tensor::size")]; }
+int64_t Tensor::size(int64_t dim) const {
+  return sizes()[existing_dim(*this, dim, "Tensor::size")];
+}
 
 int64_t Tensor::stride(int64_t dim) const {
   return strides()[existing_dim(*this, dim, "Tensor::stride")];
@@ -47,13 +50,16 @@ T* Tensor::data_ptr() const {
 
 namespace {
 
-void check_readable(const Tensor& t, const char* what) {
+// The tensor holding t's values (t itself unless t wraps another, see value_source).
+Tensor readable_values(const Tensor& t, const char* what) {
   STRATA_CHECK(t.defined(), what, "called on an undefined tensor");
-  STRATA_CHECK(t.impl()->has_storage(), what, "cannot read the values of a ",
+  Tensor source(IntrusivePtr<TensorImpl>(const_cast<TensorImpl*>(t.impl()->value_source())));
+  STRATA_CHECK(source.impl()->has_storage(), what, "cannot read the values of a ",
                t.impl()->impl_name(), " (shape ", shape_string(t.sizes()),
                "): it has no storage of its own; read values outside the transform");
   STRATA_CHECK(t.device().is_cpu(), what, "tensor is on ", t.device(),
                "; copy it to the CPU first");
+  return source;
 }
 
 // Visits the elements of t in row-major order, following its strides.
@@ -83,26 +89,26 @@ void for_each_element(const Tensor& t, F&& f) {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  check_readable(*this, "Tensor::to_vector");
+  const Tensor source = readable_values(*this, "Tensor::to_vector");
   std::vector<T> values;
   values.reserve(static_cast<size_t>(numel()));
   STRATA_DISPATCH_ALL_TYPES(dtype(), "Tensor::to_vector", [&] {
-    for_each_element<scalar_t>(*this, [&](scalar_t v) { values.push_back(static_cast<T>(v)); });
+    for_each_element<scalar_t>(source, [&](scalar_t v) { values.push_back(static_cast<T>(v)); });
   });
   return values;
 }
 
 template <class T>
 T Tensor::item() const {
-  check_readable(*this, "Tensor::item");
+  STRATA_CHECK(defined(), "Tensor::item", "called on an undefined tensor");
   STRATA_CHECK(numel() == 1, "Tensor::item", "a tensor with ", numel(),
                " elements cannot be converted to a number (shape ", shape_string(sizes()), ")");
   return to_vector<T>()[0];
 }
 
-#define STRATA_INSTANTIATE_ACCESSORS(T)                   \
-  template T* Tensor::data_ptr<T>() const;                \
-  template T Tensor::item<T>() const;                     \
+#define STRATA_INSTANTIATE_ACCESSORS(T)    \
+  template T* Tensor::data_ptr<T>() const; \
+  template T Tensor::item<T>() const;      \
   template std::vector<T> Tensor::to_vector<T>() const;
 STRATA_INSTANTIATE_ACCESSORS(bool)
 STRATA_INSTANTIATE_ACCESSORS(int64_t)

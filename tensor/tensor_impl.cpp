@@ -61,10 +61,6 @@ void TensorImpl::bump_version() {
   if (storage_) storage_->bump_version();
 }
 
-void TensorImpl::set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) {
-  autograd_meta_ = std::move(meta);
-}
-
 void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
   sizes_ = sizes;
   strides_ = contiguous_strides(sizes);

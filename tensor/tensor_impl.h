@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 
 #include "tensor/array_ref.h"
 #include "tensor/device.h"
@@ -12,13 +11,6 @@
 #include "tensor/storage.h"
 
 namespace strata {
-
-// What reverse-mode autograd attaches to a tensor. Declared here so the slot costs
-// the core nothing; transforms/grad defines what goes in it.
-class AutogradMetaInterface {
- public:
-  virtual ~AutogradMetaInterface() = default;
-};
 
 // A strided view of a Storage: sizes, strides (in elements), an offset, a dtype,
 // a device and the dispatch keys that select its kernels. One allocation holds all
@@ -57,8 +49,11 @@ class TensorImpl : public RefCounted {
   uint32_t version() const;
   void bump_version();
 
-  AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
-  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta);
+  // The tensor whose storage holds this one's values: itself, or for a wrapper
+  // that may be read (a grad level's TensorWrapper), what it wraps. Subclasses
+  // whose values cannot be read as a whole (a batched tensor) keep this default
+  // and have no storage, so reading them fails with a clear message.
+  virtual const TensorImpl* value_source() const { return this; }
 
   // Changes shape metadata in place (views, resize of a fresh output).
   void set_sizes_contiguous(IntArrayRef sizes);
@@ -85,7 +80,6 @@ class TensorImpl : public RefCounted {
   DimVector strides_;
   int64_t storage_offset_ = 0;
   int64_t numel_ = 1;
-  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
   DispatchKeySet key_set_;
   ScalarType dtype_;
   Device device_;

@@ -11,3 +11,4 @@
 #include "tensor/allocator.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
+#include "transforms/grad/grad.h"

@@ -1,0 +1,221 @@
+#include <sstream>
+
+#include "dispatcher/library.h"
+#include "tensor/error.h"
+#include "transforms/grad/formula_node.h"
+#include "transforms/grad/grad_interpreter.h"
+#include "transforms/tensor_wrapper.h"
+
+namespace strata::autograd {
+
+namespace {
+
+constexpr DispatchKeySet kBelowAutograd = DispatchKeySet::below(DispatchKey::AutogradCPU);
+
+// The edge a gradient for `t` flows along: its grad_fn, or for a leaf that
+// requires grad, its sink (made on first use).
+Edge gradient_edge(TensorWrapper& w) {
+  AutogradMeta& meta = w.autograd();
+  if (meta.grad_fn) return {meta.grad_fn, meta.output_nr};
+  if (!meta.grad_sink) meta.grad_sink = make_intrusive<GradSink>();
+  return {meta.grad_sink, 0};
+}
+
+std::string argument_description(const OperatorHandle& op, size_t arg, const Tensor& t) {
+  std::ostringstream out;
+  out << "argument '" << op.schema().arguments()[arg].name << "' (shape " << shape_string(t.sizes())
+      << ", " << to_string(t.dtype()) << ")";
+  return out.str();
+}
+
+bool is_view_op(const OperatorHandle& op) {
+  const auto& returns = op.schema().returns();
+  return !returns.empty() && returns[0].alias && !returns[0].alias->is_write;
+}
+
+// Tensor slots of the call: each tensor argument, each element of a tensor list.
+struct CallSlots {
+  std::vector<uint16_t> first_slot;
+  std::vector<TensorMeta> slots;
+  std::vector<Edge> edges;
+  bool any_requires_grad = false;
+};
+
+CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t level) {
+  CallSlots call;
+  call.first_slot.assign(nargs, FormulaNode::kNoSlot);
+  auto add = [&](const Tensor& t) {
+    TensorMeta meta;
+    Edge edge;
+    if (t.defined()) {
+      meta.sizes = DimVector(t.sizes());
+      meta.dtype = t.dtype();
+      if (TensorWrapper* w = wrapper_at_level(t, level); w && w->autograd().requires_grad) {
+        meta.needs_grad = true;
+        edge = gradient_edge(*w);
+        call.any_requires_grad = true;
+      }
+    }
+    call.slots.push_back(std::move(meta));
+    call.edges.push_back(std::move(edge));
+  };
+  for (size_t i = 0; i < nargs; ++i) {
+    const IValue& arg = stack[first + i];
+    if (arg.is_tensor()) {
+      call.first_slot[i] = static_cast<uint16_t>(call.slots.size());
+      add(arg.to_tensor());
+    } else if (arg.is_tensor_list()) {
+      call.first_slot[i] = static_cast<uint16_t>(call.slots.size());
+      for (const Tensor& t : arg.to_tensor_list()) add(t);
+    }
+  }
+  return call;
+}
+
+// An in-place op may only write into a tensor of this level, or a constant when
+// nothing involved is being differentiated.
+void check_inplace_target(const OperatorHandle& op, const Tensor& self, size_t arg, int64_t level,
+                          bool any_requires_grad) {
+  TensorWrapper* here = wrapper_at_level(self, level);
+  if (here == nullptr) {
+    TensorWrapper* outer = as_wrapper(self);
+    const bool outer_tracked = outer != nullptr && outer->autograd().requires_grad;
+    STRATA_CHECK(!any_requires_grad && !outer_tracked, op.operator_name().to_string().c_str(),
+                 "in-place operation on ", argument_description(op, arg, self),
+                 ", a tensor captured from outside grad level ", level,
+                 outer_tracked ? " that requires grad at an outer level" : "",
+                 "; grad cannot record a mutation of a tensor it does not own. "
+                 "Clone the tensor inside the function first");
+    return;
+  }
+  STRATA_CHECK(!here->autograd().is_view || !any_requires_grad,
+               op.operator_name().to_string().c_str(), "in-place operation on ",
+               argument_description(op, arg, self), ", a view, at grad level ", level,
+               ": grad does not rewrite a view's base; apply the op out of place");
+}
+
+void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeySet keys,
+            Stack& stack) {
+  const size_t nargs = op.schema().arguments().size();
+  const size_t first = stack.size() - nargs;
+  const int64_t level = current_grad_level(op.operator_name().name.c_str());
+  CallSlots call = collect_slots(stack, first, nargs, level);
+  const std::optional<size_t> written = op.entry().returned_argument_index();
+  if (written) {
+    check_inplace_target(op, stack[first + *written].to_tensor(), *written, level,
+                         call.any_requires_grad);
+  }
+  if (!call.any_requires_grad) {
+    op.redispatch_boxed(keys & kBelowAutograd, stack);
+    return;
+  }
+  // What the formula reads, as the level below sees it, before the op can overwrite it.
+  std::vector<IValue> saved_args(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
+  for (size_t i = 0; i < nargs; ++i) {
+    IValue& a = saved_args[i];
+    const bool keep = derivative.saved_inputs >> i & 1u;
+    if (a.is_tensor()) {
+      if (!keep) {
+        a = IValue();
+        continue;
+      }
+      Tensor value = unwrap_at_level(a.to_tensor(), level);
+      a = (written && *written == i) ? value.clone() : value;
+    } else if (a.is_tensor_list()) {
+      if (!keep) {
+        a = IValue();
+        continue;
+      }
+      for (Tensor& t : a.to_tensor_list()) t = unwrap_at_level(t, level);
+    }
+  }
+
+  op.redispatch_boxed(keys & kBelowAutograd, stack);
+
+  std::vector<Tensor> saved_outputs;
+  std::vector<TensorMeta> output_meta;
+  std::vector<TensorWrapper*> output_wrappers;
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor()) continue;  // tensor-list results: see below
+    const Tensor& out = stack[i].to_tensor();
+    TensorWrapper* w = wrapper_at_level(out, level);
+    output_wrappers.push_back(w);
+    output_meta.push_back({DimVector(out.sizes()), out.dtype(), false});
+    const bool keep = derivative.saved_outputs >> (i - first) & 1u;
+    saved_outputs.push_back(keep && w ? w->value() : Tensor());
+  }
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor_list()) continue;
+    for (const Tensor& out : stack[i].to_tensor_list()) {
+      output_wrappers.push_back(wrapper_at_level(out, level));
+      output_meta.push_back({DimVector(out.sizes()), out.dtype(), false});
+      saved_outputs.emplace_back();
+    }
+  }
+  auto node = make_intrusive<FormulaNode>(op, derivative, level, std::move(call.edges),
+                                          std::move(saved_args), std::move(call.first_slot),
+                                          std::move(call.slots), std::move(saved_outputs),
+                                          std::move(output_meta));
+  const bool view = is_view_op(op);
+  for (size_t i = 0; i < output_wrappers.size(); ++i) {
+    TensorWrapper* w = output_wrappers[i];
+    if (w == nullptr || !is_floating_point(w->dtype())) continue;
+    AutogradMeta& meta = w->autograd();
+    meta.requires_grad = true;
+    meta.grad_fn = node;
+    meta.output_nr = static_cast<uint32_t>(i);
+    meta.is_view = meta.is_view || view;
+  }
+}
+
+// An op without a formula may run under grad as long as nothing it returns
+// would need a gradient (comparisons, argmax, integer ops).
+void no_formula_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  const size_t nargs = op.schema().arguments().size();
+  const size_t first = stack.size() - nargs;
+  const int64_t level = current_grad_level(op.operator_name().name.c_str());
+  CallSlots call = collect_slots(stack, first, nargs, level);
+  op.redispatch_boxed(keys & kBelowAutograd, stack);
+  if (!call.any_requires_grad) return;
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor()) continue;
+    const Tensor& out = stack[i].to_tensor();
+    STRATA_CHECK(!is_floating_point(out.dtype()), op.operator_name().to_string().c_str(),
+                 "has no derivative formula, and its inputs require grad at grad level ", level,
+                 " (", describe_layer_stack(), "); register one at the Autograd key");
+  }
+}
+
+void non_differentiable_kernel(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  op.redispatch_boxed(keys & kBelowAutograd, stack);
+}
+
+STRATA_LIBRARY_IMPL(_, AutogradCPU, m) {
+  m.fallback(KernelFunction::from_boxed(&no_formula_fallback));
+}
+STRATA_LIBRARY_IMPL(_, AutogradCUDA, m) {
+  m.fallback(KernelFunction::from_boxed(&no_formula_fallback));
+}
+
+}  // namespace
+
+int64_t current_grad_level(const char* op) {
+  STRATA_CHECK(!layer_stack_empty(), op,
+               "got a tensor of a grad transform that has already returned; return the "
+               "tensor from the function being transformed instead of keeping it");
+  const DynamicLayer& top = top_layer(op);
+  STRATA_CHECK(top.interpreter->kind() == TransformKind::Grad, op,
+               "internal: Autograd kernel reached with ", describe_layer_stack(), " on top");
+  return top.level;
+}
+
+KernelFunction derivative(Derivative d) {
+  return KernelFunction::from_boxed_functor([d](const OperatorHandle& op, DispatchKeySet keys,
+                                                Stack& stack) { record(op, d, keys, stack); });
+}
+
+KernelFunction non_differentiable() {
+  return KernelFunction::from_boxed(&non_differentiable_kernel);
+}
+
+}  // namespace strata::autograd

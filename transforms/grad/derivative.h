@@ -1,0 +1,93 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dispatcher/ivalue.h"
+#include "dispatcher/kernel_function.h"
+
+// Note [Derivative formulas]
+// An operator's reverse-mode derivative is a formula registered at the Autograd
+// key next to the op's schema and kernels:
+//
+//   STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+//     m.impl("sin", autograd::derivative({
+//         .backward = [](autograd::BackwardContext& c) { c.set_grad(0, c.grad() *
+//         c.input(0).cos()); }, .saved_inputs = autograd::args(0)}));
+//   }
+//
+// The formula sees the gradients of the outputs, the op's arguments (non-tensor
+// ones always; tensor ones when listed in saved_inputs, as of the forward call)
+// and the outputs listed in saved_outputs. It computes with ordinary ops, so the
+// backward pass is itself differentiable by an outer grad level. A gradient whose
+// shape is a broadcast of its input's is summed back to the input's shape, and
+// cast to the input's dtype, after the formula returns.
+
+namespace strata::autograd {
+
+class FormulaNode;
+
+class BackwardContext {
+ public:
+  // Gradient of output i; zeros if nothing flowed into it.
+  const Tensor& grad(size_t output = 0) const;
+  // A tensor argument listed in saved_inputs (unwrapped to the level below).
+  const Tensor& input(size_t arg) const;
+  const std::vector<Tensor>& input_list(size_t arg) const;
+  // Any argument as passed (tensor arguments only if saved).
+  const IValue& arg(size_t arg) const;
+  int64_t int_arg(size_t arg) const { return this->arg(arg).to_int(); }
+  double double_arg(size_t arg) const { return this->arg(arg).to_double(); }
+  bool bool_arg(size_t arg) const { return this->arg(arg).to_bool(); }
+  Scalar scalar_arg(size_t arg) const { return this->arg(arg).to_scalar(); }
+  const std::vector<int64_t>& int_list_arg(size_t arg) const {
+    return this->arg(arg).to_int_list();
+  }
+  // An output listed in saved_outputs.
+  const Tensor& output(size_t i = 0) const;
+  // Shape and dtype of a tensor argument (element `element` of a tensor list), saved or not.
+  IntArrayRef input_sizes(size_t arg, size_t element = 0) const;
+  ScalarType input_dtype(size_t arg, size_t element = 0) const;
+  size_t input_list_size(size_t arg) const;
+
+  // Whether argument `arg` (any element of a list) needs a gradient.
+  bool needs_grad(size_t arg) const;
+  bool needs_grad(size_t arg, size_t element) const;
+  void set_grad(size_t arg, Tensor grad);
+  void set_list_grad(size_t arg, size_t element, Tensor grad);
+
+ private:
+  friend class FormulaNode;
+  BackwardContext(FormulaNode& node, std::vector<Tensor>& grads_out, std::vector<Tensor>& grads_in)
+      : node_(node), grads_out_(grads_out), grads_in_(grads_in) {}
+  size_t slot(size_t arg, size_t element) const;
+
+  FormulaNode& node_;
+  std::vector<Tensor>& grads_out_;
+  std::vector<Tensor>& grads_in_;
+};
+
+using BackwardFormula = void (*)(BackwardContext&);
+
+struct Derivative {
+  BackwardFormula backward = nullptr;
+  uint32_t saved_inputs = 0;   // bit i: the formula reads tensor argument i
+  uint32_t saved_outputs = 0;  // bit i: the formula reads output i
+};
+
+// A mask of argument (or output) positions for Derivative's saved_* fields.
+template <class... I>
+constexpr uint32_t args(I... positions) {
+  return ((uint32_t{1} << positions) | ... | 0u);
+}
+
+// The Autograd kernel of an op with this derivative.
+KernelFunction derivative(Derivative d);
+// The Autograd kernel of an op whose outputs never carry a gradient
+// (comparisons, sign, random sampling, factories like zeros_like).
+KernelFunction non_differentiable();
+
+// Sums `grad` over the leading and size-1 dims it was broadcast along, back to `sizes`.
+Tensor sum_to(const Tensor& grad, IntArrayRef sizes);
+
+}  // namespace strata::autograd

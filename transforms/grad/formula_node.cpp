@@ -1,0 +1,184 @@
+#include "transforms/grad/formula_node.h"
+
+#include <sstream>
+
+#include "ops/creation.h"
+#include "tensor/error.h"
+
+namespace strata::autograd {
+
+// ---- BackwardContext ----------------------------------------------------------
+
+size_t BackwardContext::slot(size_t arg, size_t element) const {
+  STRATA_CHECK(arg < node_.first_slot_.size() && node_.first_slot_[arg] != FormulaNode::kNoSlot,
+               node_.name().c_str(), "derivative formula asked for argument ", arg,
+               ", which is not a tensor argument");
+  return node_.first_slot_[arg] + element;
+}
+
+const Tensor& BackwardContext::grad(size_t output) const { return grads_out_.at(output); }
+
+const Tensor& BackwardContext::input(size_t arg) const {
+  STRATA_CHECK(node_.derivative_.saved_inputs >> arg & 1u, node_.name().c_str(),
+               "derivative formula read argument ", arg, " without listing it in saved_inputs");
+  return node_.args_.at(arg).to_tensor();
+}
+
+const std::vector<Tensor>& BackwardContext::input_list(size_t arg) const {
+  STRATA_CHECK(node_.derivative_.saved_inputs >> arg & 1u, node_.name().c_str(),
+               "derivative formula read argument ", arg, " without listing it in saved_inputs");
+  return node_.args_.at(arg).to_tensor_list();
+}
+
+const IValue& BackwardContext::arg(size_t arg) const { return node_.args_.at(arg); }
+
+const Tensor& BackwardContext::output(size_t i) const {
+  STRATA_CHECK(node_.derivative_.saved_outputs >> i & 1u, node_.name().c_str(),
+               "derivative formula read output ", i, " without listing it in saved_outputs");
+  return node_.outputs_.at(i);
+}
+
+IntArrayRef BackwardContext::input_sizes(size_t arg, size_t element) const {
+  return node_.slots_.at(slot(arg, element)).sizes;
+}
+
+ScalarType BackwardContext::input_dtype(size_t arg, size_t element) const {
+  return node_.slots_.at(slot(arg, element)).dtype;
+}
+
+size_t BackwardContext::input_list_size(size_t arg) const {
+  size_t first = slot(arg, 0);
+  size_t end = node_.slots_.size();
+  for (size_t a = arg + 1; a < node_.first_slot_.size(); ++a) {
+    if (node_.first_slot_[a] != FormulaNode::kNoSlot) {
+      end = node_.first_slot_[a];
+      break;
+    }
+  }
+  return end - first;
+}
+
+bool BackwardContext::needs_grad(size_t arg) const {
+  if (arg >= node_.first_slot_.size() || node_.first_slot_[arg] == FormulaNode::kNoSlot) {
+    return false;
+  }
+  const size_t n = node_.args_[arg].is_tensor_list() ? input_list_size(arg) : 1;
+  for (size_t e = 0; e < n; ++e) {
+    if (needs_grad(arg, e)) return true;
+  }
+  return false;
+}
+
+bool BackwardContext::needs_grad(size_t arg, size_t element) const {
+  return node_.slots_.at(slot(arg, element)).needs_grad;
+}
+
+void BackwardContext::set_grad(size_t arg, Tensor grad) { set_list_grad(arg, 0, std::move(grad)); }
+
+void BackwardContext::set_list_grad(size_t arg, size_t element, Tensor grad) {
+  const size_t s = slot(arg, element);
+  if (node_.slots_[s].needs_grad) grads_in_.at(s) = std::move(grad);
+}
+
+// ---- FormulaNode ----------------------------------------------------------------
+
+FormulaNode::FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level,
+                         std::vector<Edge> next_edges, std::vector<IValue> args,
+                         std::vector<uint16_t> first_slot, std::vector<TensorMeta> slots,
+                         std::vector<Tensor> outputs, std::vector<TensorMeta> output_meta)
+    : Node(std::move(next_edges)),
+      op_(op),
+      derivative_(derivative),
+      level_(level),
+      args_(std::move(args)),
+      first_slot_(std::move(first_slot)),
+      slots_(std::move(slots)),
+      outputs_(std::move(outputs)),
+      output_meta_(std::move(output_meta)) {
+  saved_versions_ = current_versions();
+}
+
+std::string FormulaNode::name() const { return op_.operator_name().to_string(); }
+
+std::vector<uint32_t> FormulaNode::current_versions() const {
+  std::vector<uint32_t> versions;
+  for (const IValue& a : args_) {
+    if (a.is_tensor() && a.to_tensor().defined()) versions.push_back(a.to_tensor().version());
+    if (a.is_tensor_list()) {
+      for (const Tensor& t : a.to_tensor_list()) versions.push_back(t.version());
+    }
+  }
+  for (const Tensor& t : outputs_) {
+    if (t.defined()) versions.push_back(t.version());
+  }
+  return versions;
+}
+
+void FormulaNode::check_saved_versions() const {
+  std::vector<uint32_t> now = current_versions();
+  if (now == saved_versions_) return;
+  // Find the culprit for the message.
+  size_t index = 0;
+  auto report = [&](const Tensor& t, const std::string& what) {
+    if (index < now.size() && now[index] != saved_versions_[index]) {
+      STRATA_FAIL(name().c_str(), what, " (shape ", shape_string(t.sizes()), ", ",
+                  to_string(t.dtype()), "), saved for the backward pass of grad level ", level_,
+                  ", was modified by an in-place op (version ", saved_versions_[index], ", now ",
+                  now[index], "); clone it before modifying it");
+    }
+    ++index;
+  };
+  const auto& schema_args = op_.schema().arguments();
+  for (size_t i = 0; i < args_.size(); ++i) {
+    const IValue& a = args_[i];
+    const std::string what = "argument '" + schema_args[i].name + "'";
+    if (a.is_tensor() && a.to_tensor().defined()) report(a.to_tensor(), what);
+    if (a.is_tensor_list()) {
+      for (const Tensor& t : a.to_tensor_list()) report(t, what);
+    }
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (outputs_[i].defined()) report(outputs_[i], "output " + std::to_string(i));
+  }
+}
+
+std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>& grads_out) {
+  check_saved_versions();
+  for (size_t i = 0; i < grads_out.size(); ++i) {
+    const TensorMeta& meta = output_meta_[i];
+    if (!grads_out[i].defined() && is_floating_point(meta.dtype)) {
+      grads_out[i] = zeros(meta.sizes, meta.dtype);
+    }
+  }
+  std::vector<Tensor> grads_in(slots_.size());
+  BackwardContext context(*this, grads_out, grads_in);
+  derivative_.backward(context);
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    Tensor& g = grads_in[s];
+    if (!g.defined()) continue;
+    const TensorMeta& meta = slots_[s];
+    if (g.sizes() != IntArrayRef(meta.sizes)) g = sum_to(g, meta.sizes);
+    if (g.dtype() != meta.dtype) g = g.to(meta.dtype);
+  }
+  return grads_in;
+}
+
+Tensor sum_to(const Tensor& grad, IntArrayRef sizes) {
+  const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
+  STRATA_CHECK(lead >= 0, "sum_to", "cannot reduce a gradient of shape ",
+               shape_string(grad.sizes()), " to shape ", shape_string(sizes));
+  DimVector dims;
+  for (int64_t d = 0; d < lead; ++d) dims.push_back(d);
+  for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
+    const int64_t have = grad.size(lead + d);
+    if (have == sizes[d]) continue;
+    STRATA_CHECK(sizes[d] == 1, "sum_to", "cannot reduce a gradient of shape ",
+                 shape_string(grad.sizes()), " to shape ", shape_string(sizes));
+    dims.push_back(lead + d);
+  }
+  if (dims.empty()) return grad;
+  Tensor summed = grad.sum(dims, /*keepdim=*/true);
+  return lead > 0 ? summed.view(sizes) : summed;
+}
+
+}  // namespace strata::autograd

@@ -1,0 +1,21 @@
+#pragma once
+
+#include "transforms/layer_stack.h"
+
+namespace strata::autograd {
+
+// The interpreter of a grad (or vjp) layer: calls reach the Autograd kernels,
+// which record the backward graph on this level's TensorWrappers.
+class GradInterpreter final : public Interpreter {
+ public:
+  TransformKind kind() const override { return TransformKind::Grad; }
+  DispatchKeySet keys() const override {
+    return {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA};
+  }
+};
+
+// The level of the grad layer on top of the stack (the one whose Autograd
+// kernels are running); throws naming `op` if the top layer is not a grad layer.
+int64_t current_grad_level(const char* op);
+
+}  // namespace strata::autograd

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/intrusive_ptr.h"
+#include "tensor/tensor.h"
+
+namespace strata::autograd {
+
+class Node;
+
+// Where a gradient goes: input `input_nr` of `node` (null node: nowhere).
+struct Edge {
+  IntrusivePtr<Node> node;
+  uint32_t input_nr = 0;
+};
+
+// A step of the backward graph: it receives one gradient per output of the
+// forward op it stands for and produces one per next edge (the forward op's
+// differentiable inputs). Nodes hold only tensors of the level below the grad
+// level that recorded them, so the backward pass runs there: differentiable by
+// any outer grad level, and free of cycles through wrappers.
+class Node : public RefCounted {
+ public:
+  explicit Node(std::vector<Edge> next_edges) : next_edges_(std::move(next_edges)) {}
+
+  // grads_out has num_outputs() entries; an undefined one means zero.
+  virtual std::vector<Tensor> apply(std::vector<Tensor>& grads_out) = 0;
+  virtual uint32_t num_outputs() const = 0;
+  // The forward op, for error messages.
+  virtual std::string name() const = 0;
+
+  const std::vector<Edge>& next_edges() const { return next_edges_; }
+
+ private:
+  std::vector<Edge> next_edges_;
+};
+
+// Collects the gradient of a leaf: the input a grad transform differentiates.
+class GradSink final : public Node {
+ public:
+  GradSink() : Node({}) {}
+  std::vector<Tensor> apply(std::vector<Tensor>&) override { return {}; }
+  uint32_t num_outputs() const override { return 1; }
+  std::string name() const override { return "GradSink"; }
+};
+
+// Runs the backward pass from `roots` (seeded with `root_grads`) in topological
+// order, adding up gradients that meet, and returns what reaches each sink
+// (undefined where nothing does).
+std::vector<Tensor> run_backward(const std::vector<Edge>& roots,
+                                 const std::vector<Tensor>& root_grads,
+                                 const std::vector<const Node*>& sinks);
+
+}  // namespace strata::autograd

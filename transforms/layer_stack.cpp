@@ -1,0 +1,179 @@
+#include "transforms/layer_stack.h"
+
+#include <sstream>
+#include <vector>
+
+#include "dispatcher/dispatcher.h"
+#include "dispatcher/library.h"
+#include "tensor/error.h"
+#include "transforms/tensor_wrapper.h"
+
+namespace strata {
+
+namespace {
+
+thread_local std::vector<DynamicLayer> tls_layers;
+thread_local int64_t tls_last_level = 0;
+
+constexpr DispatchKeySet kFront{DispatchKey::DynamicLayerFront};
+constexpr DispatchKeySet kBack{DispatchKey::DynamicLayerBack};
+
+// Takes the top layer off the stack for the duration of a call that goes on to
+// the layers below, and puts it back (with the key sets it had) afterwards,
+// also when the call throws.
+class PoppedLayer {
+ public:
+  PoppedLayer() : layer_(std::move(tls_layers.back())), restore_(local_dispatch_key_set()) {
+    tls_layers.pop_back();
+    local_dispatch_key_set() = layer_.saved_key_sets;
+  }
+  ~PoppedLayer() {
+    tls_layers.push_back(std::move(layer_));
+    local_dispatch_key_set() = restore_;
+  }
+  PoppedLayer(const PoppedLayer&) = delete;
+  PoppedLayer& operator=(const PoppedLayer&) = delete;
+
+ private:
+  DynamicLayer layer_;
+  LocalDispatchKeySet restore_;
+};
+
+void front_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  tls_layers.back().interpreter->process(op, keys, stack);
+}
+
+// Unwraps this level's wrappers in place; returns the keys of what is left.
+DispatchKeySet unwrap_arguments(Stack& stack, size_t first, int64_t level) {
+  DispatchKeySet keys;
+  for (size_t i = first; i < stack.size(); ++i) {
+    IValue& arg = stack[i];
+    if (arg.is_tensor()) {
+      Tensor& t = arg.to_tensor();
+      if (TensorWrapper* w = wrapper_at_level(t, level)) t = w->value();
+      if (t.defined()) keys |= t.key_set();
+    } else if (arg.is_tensor_list()) {
+      for (Tensor& t : arg.to_tensor_list()) {
+        if (TensorWrapper* w = wrapper_at_level(t, level)) t = w->value();
+        if (t.defined()) keys |= t.key_set();
+      }
+    }
+  }
+  return keys;
+}
+
+void wrap_results(Stack& stack, size_t first, int64_t level) {
+  for (size_t i = first; i < stack.size(); ++i) {
+    IValue& result = stack[i];
+    if (result.is_tensor()) {
+      Tensor& t = result.to_tensor();
+      if (t.defined()) t = wrap_at_level(std::move(t), level);
+    } else if (result.is_tensor_list()) {
+      for (Tensor& t : result.to_tensor_list()) t = wrap_at_level(std::move(t), level);
+    }
+  }
+}
+
+void back_fallback(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const int64_t level = tls_layers.back().level;
+  const FunctionSchema& schema = op.schema();
+  const size_t first = stack.size() - schema.arguments().size();
+  // An in-place op hands back the wrapper it was given, with refreshed metadata.
+  std::optional<size_t> written = op.entry().returned_argument_index();
+  Tensor written_wrapper;
+  if (written && wrapper_at_level(stack[first + *written].to_tensor(), level)) {
+    written_wrapper = stack[first + *written].to_tensor();
+  }
+  const DispatchKeySet tensor_keys = unwrap_arguments(stack, first, level);
+  {
+    PoppedLayer popped;
+    op.redispatch_boxed(compute_dispatch_keys(tensor_keys, op.entry()), stack);
+  }
+  if (written_wrapper.defined()) {
+    static_cast<TensorWrapper*>(written_wrapper.impl())->refresh_metadata();
+    for (size_t i = first; i < stack.size(); ++i) stack[i] = written_wrapper;
+    return;
+  }
+  wrap_results(stack, first, level);
+}
+
+STRATA_LIBRARY_IMPL(_, DynamicLayerFront, m) {
+  m.fallback(KernelFunction::from_boxed(&front_fallback));
+}
+STRATA_LIBRARY_IMPL(_, DynamicLayerBack, m) {
+  m.fallback(KernelFunction::from_boxed(&back_fallback));
+}
+
+std::string describe_for_trace() { return describe_layer_stack(); }
+const bool kTraceContextInstalled = (set_dispatch_trace_context(&describe_for_trace), true);
+
+}  // namespace
+
+const char* to_string(TransformKind kind) {
+  switch (kind) {
+    case TransformKind::Grad: return "grad";
+    case TransformKind::Jvp: return "jvp";
+    case TransformKind::Vmap: return "vmap";
+    case TransformKind::Functionalize: return "functionalize";
+    case TransformKind::Trace: return "trace";
+  }
+  return "?";
+}
+
+DispatchKeySet all_transform_keys() {
+  return {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA, DispatchKey::Batched,
+          DispatchKey::Functionalize};
+}
+
+void Interpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  LocalDispatchKeySetRestorer restore;
+  LocalDispatchKeySet& local = local_dispatch_key_set();
+  const DispatchKeySet hidden = (all_transform_keys() - this->keys()) | kFront;
+  local.excluded = local.excluded | hidden;
+  local.included = local.included | kBack;
+  op.redispatch_boxed((keys | kBack) - hidden, stack);
+}
+
+bool layer_stack_empty() { return tls_layers.empty(); }
+size_t layer_stack_depth() { return tls_layers.size(); }
+
+const DynamicLayer& top_layer(const char* what) {
+  STRATA_CHECK(!tls_layers.empty(), what, "no transform is running on this thread");
+  return tls_layers.back();
+}
+
+bool is_level_alive(int64_t level) {
+  for (const DynamicLayer& layer : tls_layers) {
+    if (layer.level == level) return true;
+  }
+  return false;
+}
+
+std::string describe_layer_stack() {
+  std::ostringstream out;
+  for (size_t i = tls_layers.size(); i-- > 0;) {
+    out << to_string(tls_layers[i].interpreter->kind()) << "(level " << tls_layers[i].level << ")";
+    if (i > 0) out << " > ";
+  }
+  return out.str();
+}
+
+LayerScope::LayerScope(std::shared_ptr<Interpreter> interpreter)
+    : level_(++tls_last_level), depth_(tls_layers.size()) {
+  tls_layers.push_back({level_, std::move(interpreter), local_dispatch_key_set()});
+  local_dispatch_key_set().included |= kFront;
+}
+
+LayerScope::~LayerScope() { pop(); }
+
+void LayerScope::pop() {
+  if (popped_) return;
+  popped_ = true;
+  // Scopes nest, so the layers above this one are already gone; resizing (rather
+  // than popping one) keeps the stack right even if one was left behind.
+  if (tls_layers.size() <= depth_) return;
+  local_dispatch_key_set() = tls_layers[depth_].saved_key_sets;
+  tls_layers.resize(depth_);
+}
+
+}  // namespace strata

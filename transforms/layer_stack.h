@@ -1,0 +1,83 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dispatcher/ivalue.h"
+#include "dispatcher/local_dispatch_key_set.h"
+
+namespace strata {
+
+class OperatorHandle;
+
+// Note [The dynamic layer stack]
+// Each running transform is a layer {level, interpreter}. While the stack is not
+// empty every call carries DynamicLayerFront (thread-local include), whose boxed
+// fallback hands the call to the top layer's interpreter. The interpreter runs
+// its own keys' kernels (Autograd for grad, Batched for vmap) with the other
+// transforms' keys excluded, and everything not handled there reaches the
+// DynamicLayerBack fallback: it unwraps this level's TensorWrappers, pops the
+// layer while the call goes on to the next layer (or the backend), and wraps
+// the results at this level. Levels are unique and increase: a newer layer has a
+// higher level than every layer below it, and a level is never reused, so a
+// tensor from a finished transform can never be mistaken for a live one.
+
+enum class TransformKind : uint8_t { Grad, Jvp, Vmap, Functionalize, Trace };
+const char* to_string(TransformKind kind);
+
+// What a transform does with the calls that reach its layer. A new transform is
+// a new Interpreter, not a change to the stack.
+class Interpreter {
+ public:
+  virtual ~Interpreter() = default;
+  virtual TransformKind kind() const = 0;
+  // The dispatch keys this transform's kernels live at (excluded while another
+  // transform's layer is processing a call).
+  virtual DispatchKeySet keys() const = 0;
+  // Called by the front fallback with this layer on top. The default runs the
+  // call with this interpreter's keys enabled and the other transforms' disabled.
+  virtual void process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack);
+};
+
+struct DynamicLayer {
+  int64_t level = 0;
+  std::shared_ptr<Interpreter> interpreter;
+  // The thread-local key sets from before the layer was pushed; restored while
+  // the layer is popped for a call and when it is removed.
+  LocalDispatchKeySet saved_key_sets;
+};
+
+// The keys every transform kernel lives at.
+DispatchKeySet all_transform_keys();
+
+// Layer stack of the calling thread.
+bool layer_stack_empty();
+size_t layer_stack_depth();
+// The top layer; throws when the stack is empty (`what` names the caller).
+const DynamicLayer& top_layer(const char* what);
+// Whether `level` is on the stack now.
+bool is_level_alive(int64_t level);
+// "grad(level 3) > vmap(level 2)" for errors and the dispatch trace.
+std::string describe_layer_stack();
+
+// Pushes a layer for a transform and pops it on destruction, restoring the stack
+// and the thread-local key sets also when an exception unwinds through it.
+class LayerScope {
+ public:
+  explicit LayerScope(std::shared_ptr<Interpreter> interpreter);
+  ~LayerScope();
+  LayerScope(const LayerScope&) = delete;
+  LayerScope& operator=(const LayerScope&) = delete;
+
+  int64_t level() const { return level_; }
+  // Ends the layer early (before the scope ends); idempotent.
+  void pop();
+
+ private:
+  int64_t level_;
+  size_t depth_;
+  bool popped_ = false;
+};
+
+}  // namespace strata

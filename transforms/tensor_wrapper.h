@@ -1,0 +1,73 @@
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace strata {
+
+namespace autograd {
+class Node;
+}
+
+// Reverse-mode state of a tensor at one grad level.
+struct AutogradMeta {
+  bool requires_grad = false;
+  // The tensor came out of a view op: an in-place op on it would have to
+  // rewrite its base's history too, which grad does not do (see the Autograd kernel).
+  bool is_view = false;
+  // Which output of grad_fn this tensor is.
+  uint32_t output_nr = 0;
+  // The node that produced it; null for leaves.
+  IntrusivePtr<autograd::Node> grad_fn;
+  // A leaf that requires grad: the node its gradient flows into.
+  IntrusivePtr<autograd::Node> grad_sink;
+};
+
+// A tensor seen at one transform level: it wraps the tensor of the level below
+// (a plain tensor, a batched tensor or a wrapper of an outer level) and carries
+// this level's autograd state. Its sizes, strides and dtype mirror the wrapped
+// tensor's; it has no storage, but its values may be read (item, printing).
+class TensorWrapper final : public TensorImpl {
+ public:
+  TensorWrapper(Tensor value, int64_t level);
+  ~TensorWrapper() override;
+
+  const Tensor& value() const { return value_; }
+  int64_t level() const { return level_; }
+  AutogradMeta& autograd() { return autograd_; }
+  const AutogradMeta& autograd() const { return autograd_; }
+
+  // Copies sizes and strides from the wrapped tensor (after an in-place op on it).
+  void refresh_metadata();
+
+  const char* impl_name() const override { return "TensorWrapper"; }
+  const TensorImpl* value_source() const override { return value_.impl()->value_source(); }
+
+ private:
+  Tensor value_;
+  int64_t level_;
+  AutogradMeta autograd_;
+};
+
+// Only wrappers carry the autograd keys, so the test is a bit test.
+inline TensorWrapper* as_wrapper(const Tensor& t) {
+  if (!t.defined()) return nullptr;
+  const DispatchKeySet autograd_keys{DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA};
+  if ((t.key_set() & autograd_keys).empty()) return nullptr;
+  return static_cast<TensorWrapper*>(t.impl());
+}
+
+inline TensorWrapper* wrapper_at_level(const Tensor& t, int64_t level) {
+  TensorWrapper* w = as_wrapper(t);
+  return w != nullptr && w->level() == level ? w : nullptr;
+}
+
+Tensor wrap_at_level(Tensor value, int64_t level);
+// What t wraps if it is a wrapper at `level`, else t itself (a constant there).
+inline Tensor unwrap_at_level(const Tensor& t, int64_t level) {
+  TensorWrapper* w = wrapper_at_level(t, level);
+  return w != nullptr ? w->value() : t;
+}
+
+}  // namespace strata
