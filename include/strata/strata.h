@@ -12,3 +12,4 @@
 #include "tensor/error.h"
 #include "tensor/tensor.h"
 #include "transforms/grad/grad.h"
+#include "transforms/grad/gradcheck.h"

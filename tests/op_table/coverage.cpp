@@ -8,20 +8,21 @@ namespace strata::testing {
 void print_coverage_matrix(std::ostream& out) {
   // A check is "ok" when the table runs it for the op, "xfail" when an expected
   // failure covers it, "n/a" when the op lacks the capability, "-" when the
-  // check does not exist yet (grad, jvp and vmap arrive with their transforms).
+  // check does not exist yet (jvp and vmap arrive with their transforms).
   const Check checks[] = {Check::Forward, Check::Grad, Check::Jvp, Check::Vmap, Check::VmapGrad};
-  const bool implemented[] = {true, false, false, false, false};
+  const bool implemented[] = {true, true, false, false, false};
   out << "| op | dtypes |";
   for (Check c : checks) out << ' ' << to_string(c) << " |";
   out << "\n|---|---|---|---|---|---|---|\n";
   size_t rows = 0;
   for (const OpInfo& info : op_infos()) {
     out << "| " << info.name << " | ";
-    for (size_t i = 0; i < info.dtypes.size(); ++i) out << (i ? "," : "") << to_string(info.dtypes[i]);
+    for (size_t i = 0; i < info.dtypes.size(); ++i)
+      out << (i ? "," : "") << to_string(info.dtypes[i]);
     out << " |";
     for (size_t k = 0; k < std::size(checks); ++k) {
       const Check c = checks[k];
-      const bool capable = c == Check::Forward || (c == Check::Jvp ? info.forward_ad
+      const bool capable = c == Check::Forward || (c == Check::Jvp    ? info.forward_ad
                                                    : c == Check::Vmap ? info.batching_rule
                                                                       : info.differentiable);
       const char* cell = !capable ? "n/a" : !implemented[k] ? "-" : "ok";

@@ -17,6 +17,9 @@ namespace strata::testing {
 // A copy of t with t's strides and storage offset, in storage of its own: an
 // in-place op on it sees t's layout and leaves t (which the reference reads) alone.
 inline Tensor copy_keeping_layout(const Tensor& t) {
+  // Inside a transform t is a wrapper without storage; grad does not track
+  // in-place writes through views, so there the copy is a plain clone.
+  if (!t.impl()->has_storage()) return t.clone();
   int64_t extent = t.storage_offset() + 1;
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (t.sizes()[d] == 0) return empty(t.sizes(), t.dtype());

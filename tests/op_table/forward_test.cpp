@@ -30,9 +30,9 @@ namespace {
     const bool same_inf = std::isinf(a[i]) && a[i] == e[i];
     if (both_nan || same_inf) continue;
     if (!(std::abs(a[i] - e[i]) <= tol.atol + tol.rtol * std::abs(e[i]))) {
-      return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << ", expected "
-                                           << e[i] << " (atol " << tol.atol << ", rtol "
-                                           << tol.rtol << ")";
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << a[i] << ", expected " << e[i] << " (atol " << tol.atol
+             << ", rtol " << tol.rtol << ")";
     }
   }
   return ::testing::AssertionSuccess();
@@ -73,11 +73,9 @@ class ForwardTest : public ::testing::Test {
 void register_forward_tests() {
   for (const OpInfo& info : op_infos()) {
     for (ScalarType dtype : info.dtypes) {
-      ::testing::RegisterTest("OpForward", (info.name + "." + to_string(dtype)).c_str(), nullptr,
-                              nullptr, __FILE__, __LINE__,
-                              [&info, dtype]() -> ::testing::Test* {
-                                return new ForwardTest(info, dtype);
-                              });
+      ::testing::RegisterTest(
+          "OpForward", (info.name + "." + to_string(dtype)).c_str(), nullptr, nullptr, __FILE__,
+          __LINE__, [&info, dtype]() -> ::testing::Test* { return new ForwardTest(info, dtype); });
     }
   }
 }

@@ -109,8 +109,7 @@ Tensor map_binary(const Tensor& a, const Tensor& b, ScalarType out_dtype,
   return map_nary({a, b}, out_dtype, [&](const std::vector<double>& v) { return f(v[0], v[1]); });
 }
 
-Tensor reduce_values(const Tensor& x, std::vector<int64_t> dims, bool keepdim,
-                     ScalarType out_dtype,
+Tensor reduce_values(const Tensor& x, std::vector<int64_t> dims, bool keepdim, ScalarType out_dtype,
                      const std::function<double(const std::vector<double>&)>& reduce) {
   const HostArray in = HostArray::of(x);
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
@@ -120,8 +119,10 @@ Tensor reduce_values(const Tensor& x, std::vector<int64_t> dims, bool keepdim,
   std::vector<int64_t> kept_sizes, out_sizes;
   for (int64_t d = 0; d < rank; ++d) {
     if (!reduced[d]) kept_sizes.push_back(in.sizes[d]);
-    if (!reduced[d]) out_sizes.push_back(in.sizes[d]);
-    else if (keepdim) out_sizes.push_back(1);
+    if (!reduced[d])
+      out_sizes.push_back(in.sizes[d]);
+    else if (keepdim)
+      out_sizes.push_back(1);
   }
   std::vector<std::vector<double>> groups;
   for_each_index(kept_sizes, [&](const std::vector<int64_t>&) { groups.emplace_back(); });

@@ -4,11 +4,11 @@
 // broadcasting and reductions written out index by index. Independent of the
 // kernels they check (only the tensor core's readers and tensor() are shared).
 
+#include <strata/strata.h>
+
 #include <cstdint>
 #include <functional>
 #include <vector>
-
-#include <strata/strata.h>
 
 namespace strata::testing {
 
@@ -44,8 +44,7 @@ Tensor map_nary(const std::vector<Tensor>& operands, ScalarType out_dtype,
 
 // Reduces x over `dims` (all dims if empty), folding each group's values (in
 // row-major order) with `reduce`.
-Tensor reduce_values(const Tensor& x, std::vector<int64_t> dims, bool keepdim,
-                     ScalarType out_dtype,
+Tensor reduce_values(const Tensor& x, std::vector<int64_t> dims, bool keepdim, ScalarType out_dtype,
                      const std::function<double(const std::vector<double>&)>& reduce);
 
 }  // namespace strata::testing

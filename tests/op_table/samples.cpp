@@ -44,8 +44,8 @@ Tensor make_tensor(IntArrayRef sizes, ScalarType dtype, double low, double high,
 }
 
 Tensor strided_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
-  return Tensor(make_intrusive<TensorImpl>(base.impl()->storage(), base.dtype(), sizes, strides,
-                                           offset));
+  return Tensor(
+      make_intrusive<TensorImpl>(base.impl()->storage(), base.dtype(), sizes, strides, offset));
 }
 
 const char* to_string(Layout layout) {
@@ -101,9 +101,7 @@ std::string ShapeCase::description() const {
   return out.str();
 }
 
-std::string ShapePairCase::description() const {
-  return a.description() + " x " + b.description();
-}
+std::string ShapePairCase::description() const { return a.description() + " x " + b.description(); }
 
 const std::vector<ShapeCase>& unary_cases() {
   static const std::vector<ShapeCase> cases{

@@ -1,0 +1,104 @@
+// Checks 2 of ../shared/TESTING.md for every differentiable entry of the op
+// table: reverse mode against finite differences in Float64 (gradcheck) on every
+// sample, broadcasting and non-contiguous ones included, and the second order
+// (gradgradcheck) for twice-differentiable ops. An expected failure must still
+// fail: a check that starts passing makes its test fail until the entry is fixed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/op_table/op_info.h"
+
+namespace strata::testing {
+namespace {
+
+ScalarType grad_dtype(const OpInfo& info) {
+  for (ScalarType d : info.dtypes) {
+    if (d == kFloat64) return d;
+  }
+  for (ScalarType d : info.dtypes) {
+    if (is_floating_point(d)) return d;
+  }
+  return kFloat64;
+}
+
+GradcheckOptions options_for(const OpInfo& info, Check check) {
+  GradcheckOptions options;
+  auto it = info.tolerances.find({check, kFloat64});
+  if (it != info.tolerances.end()) {
+    options.atol = it->second.atol;
+    options.rtol = it->second.rtol;
+  }
+  return options;
+}
+
+// Samples where the op is not finite (x / 0, log 0) have no derivative to check.
+bool finite_everywhere(const TensorListFunction& f, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> x;
+  for (const Tensor& t : inputs) x.push_back(is_floating_point(t.dtype()) ? t.to(kFloat64) : t);
+  for (const Tensor& out : f(x)) {
+    for (double v : out.to_vector<double>()) {
+      if (!std::isfinite(v)) return false;
+    }
+  }
+  return true;
+}
+
+// Runs the check on every sample; returns the first failure, if any.
+std::optional<std::string> run_check(const OpInfo& info, Check check) {
+  const GradcheckOptions options = options_for(info, check);
+  size_t checked = 0;
+  for (const Sample& sample : info.samples(grad_dtype(info))) {
+    TensorListFunction f = [&](const std::vector<Tensor>& inputs) {
+      return info.op(inputs, sample.args);
+    };
+    if (!finite_everywhere(f, sample.inputs)) continue;  // not differentiable there
+    ++checked;
+    try {
+      GradcheckResult result = check == Check::Grad ? gradcheck(f, sample.inputs, options)
+                                                    : gradgradcheck(f, sample.inputs, options);
+      if (!result) return "sample '" + sample.description + "': " + result.message;
+    } catch (const std::exception& e) {
+      return "sample '" + sample.description + "' threw: " + e.what();
+    }
+  }
+  if (checked == 0) return "no sample has finite outputs to differentiate";
+  return std::nullopt;
+}
+
+class GradTest : public ::testing::Test {
+ public:
+  GradTest(const OpInfo& info, Check check) : info_(info), check_(check) {}
+  void TestBody() override {
+    std::optional<std::string> failure = run_check(info_, check_);
+    if (const ExpectedFailure* xfail = info_.expected_failure(check_, kFloat64)) {
+      EXPECT_TRUE(failure.has_value())
+          << info_.name << " passes " << to_string(check_) << " now; remove its expected failure ("
+          << xfail->reason << ")";
+      return;
+    }
+    EXPECT_FALSE(failure.has_value()) << info_.name << ": " << failure.value_or("");
+  }
+
+ private:
+  const OpInfo& info_;
+  Check check_;
+};
+
+}  // namespace
+
+void register_grad_tests() {
+  for (const OpInfo& info : op_infos()) {
+    if (!info.differentiable) continue;
+    std::vector<Check> checks = {Check::Grad};
+    if (info.twice_differentiable) checks.push_back(Check::GradGrad);
+    for (Check check : checks) {
+      const char* suite = check == Check::Grad ? "OpGrad" : "OpGradGrad";
+      ::testing::RegisterTest(
+          suite, info.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+          [&info, check]() -> ::testing::Test* { return new GradTest(info, check); });
+    }
+  }
+}
+
+}  // namespace strata::testing

@@ -1,0 +1,174 @@
+#include "transforms/grad/gradcheck.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "ops/creation.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "transforms/grad/grad_call.h"
+
+namespace strata::testing {
+
+namespace {
+
+bool differentiable(const Tensor& t) { return t.defined() && is_floating_point(t.dtype()); }
+
+std::vector<Tensor> to_float64(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : inputs) out.push_back(differentiable(t) ? t.to(kFloat64) : t);
+  return out;
+}
+
+// Floating outputs of f, flattened to Float64 values.
+std::vector<Tensor> floating_outputs(const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> kept;
+  for (const Tensor& t : outputs) {
+    if (differentiable(t)) kept.push_back(t);
+  }
+  return kept;
+}
+
+std::vector<double> flat_values(const std::vector<Tensor>& tensors) {
+  std::vector<double> values;
+  for (const Tensor& t : tensors) {
+    std::vector<double> v = t.to_vector<double>();
+    values.insert(values.end(), v.begin(), v.end());
+  }
+  return values;
+}
+
+// J^T u for cotangents u (one per floating output), one gradient per
+// differentiable input (in input order).
+std::vector<Tensor> vjp_of(const TensorListFunction& f, const std::vector<Tensor>& inputs,
+                           const std::vector<Tensor>& cotangents) {
+  autograd::GradCall call("gradcheck");
+  std::vector<Tensor> wrapped;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    wrapped.push_back(inputs[i].defined() ? call.enter(inputs[i], differentiable(inputs[i]), i)
+                                          : inputs[i]);
+  }
+  std::vector<Tensor> outputs = floating_outputs(f(wrapped));
+  call.end();
+  return call.backward(outputs, cotangents);
+}
+
+// Values of the floating outputs with input `index`'s element `element` moved by delta.
+std::vector<double> perturbed(const TensorListFunction& f, const std::vector<Tensor>& inputs,
+                              size_t index, const Tensor& direction, double delta) {
+  std::vector<Tensor> moved = inputs;
+  moved[index] = inputs[index].add(direction, delta);
+  return flat_values(floating_outputs(f(moved)));
+}
+
+std::string describe_mismatch(const char* what, size_t input, int64_t in_element,
+                              int64_t out_element, double analytic, double numeric) {
+  std::ostringstream out;
+  out << what << ": d output[" << out_element << "] / d input " << input << "[" << in_element
+      << "]: analytic " << analytic << ", numerical " << numeric;
+  return out.str();
+}
+
+bool close(double a, double n, const GradcheckOptions& o) {
+  return std::abs(a - n) <= o.atol + o.rtol * std::abs(n);
+}
+
+GradcheckResult full_jacobian_check(const TensorListFunction& f, const std::vector<Tensor>& inputs,
+                                    const std::vector<Tensor>& outputs, const GradcheckOptions& o) {
+  // Analytic rows: one vjp per output element.
+  std::vector<std::vector<double>> rows;  // [out element][flattened differentiable inputs]
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    for (int64_t e = 0; e < outputs[k].numel(); ++e) {
+      std::vector<Tensor> cotangents;
+      for (size_t j = 0; j < outputs.size(); ++j) cotangents.push_back(zeros_like(outputs[j]));
+      Tensor flat = cotangents[k].view({outputs[k].numel()});
+      flat.narrow(0, e, 1).fill_(1.0);
+      rows.push_back(flat_values(vjp_of(f, inputs, cotangents)));
+    }
+  }
+  size_t column = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!differentiable(inputs[i])) continue;
+    for (int64_t e = 0; e < inputs[i].numel(); ++e, ++column) {
+      Tensor direction = zeros_like(inputs[i]);
+      direction.view({inputs[i].numel()}).narrow(0, e, 1).fill_(1.0);
+      std::vector<double> plus = perturbed(f, inputs, i, direction, o.eps);
+      std::vector<double> minus = perturbed(f, inputs, i, direction, -o.eps);
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const double numeric = (plus[r] - minus[r]) / (2 * o.eps);
+        if (!close(rows[r][column], numeric, o)) {
+          return {false, describe_mismatch("Jacobian", i, e, static_cast<int64_t>(r),
+                                           rows[r][column], numeric)};
+        }
+      }
+    }
+  }
+  return {};
+}
+
+GradcheckResult random_direction_check(const TensorListFunction& f,
+                                       const std::vector<Tensor>& inputs,
+                                       const std::vector<Tensor>& outputs,
+                                       const GradcheckOptions& o) {
+  Generator gen(o.seed);
+  for (int trial = 0; trial < o.random_directions; ++trial) {
+    std::vector<Tensor> u;
+    for (const Tensor& out : outputs) u.push_back(randn(out.sizes(), gen, kFloat64));
+    std::vector<Tensor> jt_u = vjp_of(f, inputs, u);
+    // <J^T u, v> against d/dt <u, f(x + t v)>.
+    double analytic = 0;
+    double numeric = 0;
+    size_t g = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!differentiable(inputs[i])) continue;
+      Tensor v = randn(inputs[i].sizes(), gen, kFloat64);
+      analytic += jt_u[g++].mul(v).sum().item<double>();
+      std::vector<double> plus = perturbed(f, inputs, i, v, o.eps);
+      std::vector<double> minus = perturbed(f, inputs, i, v, -o.eps);
+      std::vector<double> uv = flat_values(u);
+      for (size_t r = 0; r < uv.size(); ++r) numeric += uv[r] * (plus[r] - minus[r]) / (2 * o.eps);
+    }
+    if (!close(analytic, numeric, o)) {
+      std::ostringstream out;
+      out << "random direction " << trial << ": <J^T u, v> = " << analytic
+          << ", numerical <u, J v> = " << numeric;
+      return {false, out.str()};
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+GradcheckResult gradcheck(const TensorListFunction& f, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options) {
+  const std::vector<Tensor> x = to_float64(inputs);
+  const std::vector<Tensor> outputs = floating_outputs(f(x));
+  int64_t in_elements = 0;
+  int64_t out_elements = 0;
+  for (const Tensor& t : x) in_elements += differentiable(t) ? t.numel() : 0;
+  for (const Tensor& t : outputs) out_elements += t.numel();
+  if (in_elements == 0 || out_elements == 0) return {};
+  if (in_elements * out_elements <= options.max_jacobian_entries) {
+    return full_jacobian_check(f, x, outputs, options);
+  }
+  return random_direction_check(f, x, outputs, options);
+}
+
+GradcheckResult gradgradcheck(const TensorListFunction& f, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options) {
+  const std::vector<Tensor> x = to_float64(inputs);
+  const std::vector<Tensor> outputs = floating_outputs(f(x));
+  Generator gen(options.seed + 1);
+  std::vector<Tensor> extended = x;
+  for (const Tensor& out : outputs) extended.push_back(randn(out.sizes(), gen, kFloat64));
+  const size_t n = x.size();
+  TensorListFunction backward = [&f, n](const std::vector<Tensor>& args) {
+    std::vector<Tensor> primals(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(n));
+    std::vector<Tensor> cotangents(args.begin() + static_cast<std::ptrdiff_t>(n), args.end());
+    return vjp_of(f, primals, cotangents);
+  };
+  return gradcheck(backward, extended, options);
+}
+
+}  // namespace strata::testing
