@@ -1,0 +1,284 @@
+// grad, grad_and_value and vjp on real functions: values against closed forms,
+// nesting (grad of grad of grad, perturbation confusion, closures), trees, and
+// mutation inside a transform.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <thread>
+
+#include <strata/strata.h>
+
+namespace strata {
+namespace {
+
+void expect_values(const Tensor& actual, const std::vector<double>& expected, double tol = 1e-10) {
+  ASSERT_TRUE(actual.defined());
+  std::vector<double> values = actual.to_vector<double>();
+  ASSERT_EQ(values.size(), expected.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    EXPECT_NEAR(values[i], expected[i], tol * (1 + std::abs(expected[i]))) << "element " << i;
+  }
+}
+
+void expect_same(const Tensor& a, const Tensor& b, double tol = 1e-10) {
+  ASSERT_EQ(a.sizes(), b.sizes());
+  expect_values(a, b.to_vector<double>(), tol);
+}
+
+Tensor scalar(double v) { return tensor({v}, {}); }
+
+TEST(Grad, CubicSum) {
+  Tensor x = tensor({-1.5, 0.0, 2.0, 3.0}, {2, 2});
+  Tensor g = grad([](const Tensor& t) { return (t * t * t).sum(); })(x);
+  expect_values(g, {3 * 2.25, 0.0, 12.0, 27.0});
+  EXPECT_EQ(g.sizes(), x.sizes());
+  EXPECT_TRUE(g.impl()->has_storage()) << "gradients leave the transform unwrapped";
+}
+
+TEST(Grad, BroadcastAndNonContiguousInputs) {
+  Tensor a = arange(6, kFloat64).reshape({2, 3}).t();  // [3, 2], transposed
+  Tensor b = tensor({0.5, -2.0}, {2});
+  auto f = [](const Tensor& x, const Tensor& y) { return (x * y).sin().sum(); };
+  auto [ga, gb] = grad<0, 1>(f)(a, b);
+  Tensor expected_a = (a * b).cos() * b;
+  Tensor expected_b = ((a * b).cos() * a).sum({0});
+  expect_same(ga, expected_a);
+  expect_same(gb, expected_b);
+}
+
+// d^n/dx^n of sin(x) x^2, by hand.
+double third_derivative(double x) {
+  return 6 * std::cos(x) - 6 * x * std::sin(x) - x * x * std::cos(x);
+}
+double second_derivative(double x) {
+  return 2 * std::sin(x) + 4 * x * std::cos(x) - x * x * std::sin(x);
+}
+
+TEST(Grad, NestedTwiceAndThreeTimes) {
+  auto f = [](const Tensor& x) { return x.sin() * x * x; };
+  for (double x : {-2.0, 0.0, 0.3, 1.7}) {
+    expect_values(grad(grad(f))(scalar(x)), {second_derivative(x)});
+    expect_values(grad(grad(grad(f)))(scalar(x)), {third_derivative(x)});
+  }
+}
+
+TEST(Grad, PerturbationConfusion) {
+  // d/dx [x * d/dy (x + y)] = d/dx [x * 1] = 1 at every x; a transform that
+  // confused the two levels' perturbations would give 2.
+  auto outer = [](const Tensor& x) {
+    auto inner = [&x](const Tensor& y) { return x + y; };
+    return x * grad(inner)(scalar(1.0));
+  };
+  for (double x : {-3.0, 0.5, 2.0}) expect_values(grad(outer)(scalar(x)), {1.0});
+}
+
+TEST(Grad, ClosureCapturingAnOuterTensor) {
+  // f(x) = d/dy sum(x * y^2) at y = 3  = 2 * 3 * sum(x)... per element: 6 x;
+  // grad over x of sum(6 x) = 6 everywhere. The inner grad sees x as a constant.
+  Tensor y0 = tensor({3.0, 3.0}, {2});
+  auto f = [&y0](const Tensor& x) {
+    Tensor dy = grad([&x](const Tensor& y) { return (x * y * y).sum(); })(y0);
+    expect_values(dy, {6 * x.to_vector<double>()[0], 6 * x.to_vector<double>()[1]});
+    return dy.sum();
+  };
+  expect_values(grad(f)(tensor({1.0, -2.0}, {2})), {6.0, 6.0});
+  // A plain tensor captured by the function is a constant.
+  Tensor c = tensor({2.0, 5.0}, {2});
+  expect_values(grad([&c](const Tensor& x) { return (c * x).sum(); })(tensor({1.0, 1.0}, {2})),
+                {2.0, 5.0});
+}
+
+TEST(Grad, InPlaceOnAFreshLocalTensorInsideNestedGrad) {
+  // f(x) = x^3 built by writing into a fresh tensor in place: f'' = 6x.
+  auto f = [](const Tensor& x) {
+    Tensor t = zeros_like(x);
+    t.add_(x * x);
+    t.mul_(x);
+    return t.sum();
+  };
+  expect_values(grad(f)(tensor({2.0}, {1})), {12.0});
+  expect_values(grad(grad([&](const Tensor& x) { return f(x.unsqueeze(0)); }))(scalar(2.0)),
+                {12.0});
+}
+
+TEST(Grad, InPlaceOnTheDifferentiatedInput) {
+  // x.mul_(x) replaces x by x^2 inside f; the gradient is w.r.t. the original x.
+  auto f = [](const Tensor& x) {
+    Tensor y = x * 1.0;
+    y.mul_(y);
+    return y.sum();
+  };
+  expect_values(grad(f)(tensor({3.0, -1.0}, {2})), {6.0, -2.0});
+}
+
+TEST(Grad, SeveralArgnumsAndNumbersAsConstants) {
+  auto f = [](const Tensor& a, double k, const Tensor& c) { return (a * c * k).sum(); };
+  Tensor a = tensor({1.0, 2.0}, {2});
+  Tensor c = tensor({3.0, 4.0}, {2});
+  auto [ga, gc] = grad<0, 2>(f)(a, 2.0, c);
+  expect_values(ga, {6.0, 8.0});
+  expect_values(gc, {2.0, 4.0});
+  auto [gc_first, ga_second] = grad<2, 0>(f)(a, 2.0, c);
+  expect_same(gc_first, gc);
+  expect_same(ga_second, ga);
+}
+
+TEST(Grad, GradAndValueAndAux) {
+  auto f = [](const Tensor& x) { return (x * x).sum(); };
+  Tensor x = tensor({1.0, 2.0, 3.0}, {3});
+  auto [g, value] = grad_and_value(f)(x);
+  expect_values(g, {2.0, 4.0, 6.0});
+  expect_values(value, {14.0});
+  EXPECT_TRUE(value.impl()->has_storage());
+
+  auto with_aux = [](const Tensor& x) {
+    Tensor y = x.exp();
+    return std::pair{y.sum(), std::map<std::string, Tensor>{{"y", y}, {"x2", x * 2.0}}};
+  };
+  auto [g2, aux] = grad(with_aux, has_aux)(x);
+  expect_same(g2, x.exp());
+  expect_same(aux.at("y"), x.exp());
+  EXPECT_TRUE(aux.at("x2").impl()->has_storage()) << "aux leaves the transform unwrapped";
+  auto [g3, value_and_aux] = grad_and_value(with_aux, has_aux)(x);
+  expect_same(g3, x.exp());
+  expect_same(value_and_aux.first, x.exp().sum());
+  expect_same(value_and_aux.second.at("x2"), x * 2.0);
+}
+
+TEST(Grad, OutputNotDependingOnTheInputHasZeroGradient) {
+  Tensor x = tensor({1.0, 2.0}, {2});
+  expect_values(grad([](const Tensor&) { return scalar(4.0); })(x), {0.0, 0.0});
+  expect_values(grad([](const Tensor& t) { return t.sum() * 0.0 + 1.0; })(x), {0.0, 0.0});
+}
+
+TEST(Vjp, CallableMoreThanOnceWithTreeOutputs) {
+  Tensor x = tensor({1.0, 2.0}, {2});
+  Tensor y = tensor({3.0, -1.0}, {2});
+  auto f = [](const Tensor& a, const Tensor& b) { return std::tuple{a * b, (a + b).sum()}; };
+  auto [out, vjp_fn] = vjp(f, x, y);
+  expect_same(std::get<0>(out), x * y);
+  expect_values(std::get<1>(out), {5.0});
+  for (double s : {1.0, -2.0}) {
+    auto [gx, gy] = vjp_fn(std::tuple{tensor({s, 2 * s}, {2}), scalar(10.0)});
+    expect_values(gx, {s * 3.0 + 10.0, 2 * s * -1.0 + 10.0});
+    expect_values(gy, {s * 1.0 + 10.0, 2 * s * 2.0 + 10.0});
+  }
+}
+
+TEST(Vjp, InsideGradIsDifferentiable) {
+  // d/dx of the vjp of sin at x with cotangent 1: d/dx cos(x) = -sin(x).
+  auto f = [](const Tensor& x) {
+    auto [out, vjp_fn] = vjp([](const Tensor& t) { return t.sin(); }, x);
+    return std::get<0>(vjp_fn(ones_like(out))).sum();
+  };
+  Tensor x = tensor({0.3, 1.1}, {2});
+  expect_same(grad(f)(x), -x.sin());
+}
+
+struct Mlp {
+  Tensor w1, b1, w2, b2;
+  std::string name;  // a non-tensor field passes through
+};
+
+}  // namespace
+
+template <>
+struct TreeFields<Mlp> {
+  template <class Self>
+  static auto fields(Self& m) {
+    return std::tie(m.w1, m.b1, m.w2, m.b2, m.name);
+  }
+};
+
+namespace {
+
+using Params = std::map<std::string, Tensor>;
+
+Tensor mlp_loss(const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                const Tensor& x, const Tensor& target) {
+  Tensor h = nn::linear(x, w1, b1).tanh();
+  return nn::mse_loss(nn::linear(h, w2, b2), target);
+}
+
+Params make_params(Generator& gen) {
+  return {{"w1", randn({5, 4}, gen, kFloat64)},
+          {"b1", randn({5}, gen, kFloat64)},
+          {"w2", randn({3, 5}, gen, kFloat64)},
+          {"b2", randn({3}, gen, kFloat64)}};
+}
+
+TEST(Trees, MapOfMlpParametersMatchesPerParameterGradients) {
+  Generator gen(7);
+  Params p = make_params(gen);
+  Tensor x = randn({6, 4}, gen, kFloat64);
+  Tensor target = randn({6, 3}, gen, kFloat64);
+  auto loss = [&](const Params& q) {
+    return mlp_loss(q.at("w1"), q.at("b1"), q.at("w2"), q.at("b2"), x, target);
+  };
+  Params g = grad(loss)(p);
+  ASSERT_EQ(g.size(), p.size());
+  auto [g_w1, g_b1, g_w2, g_b2] =
+      grad<0, 1, 2, 3>([&](const Tensor& w1, const Tensor& b1, const Tensor& w2,
+                           const Tensor& b2) { return mlp_loss(w1, b1, w2, b2, x, target); })(
+          p.at("w1"), p.at("b1"), p.at("w2"), p.at("b2"));
+  expect_same(g.at("w1"), g_w1);
+  expect_same(g.at("b1"), g_b1);
+  expect_same(g.at("w2"), g_w2);
+  expect_same(g.at("b2"), g_b2);
+}
+
+TEST(Trees, UserStructVectorArrayAndPair) {
+  Generator gen(3);
+  Params p = make_params(gen);
+  Mlp m{p.at("w1"), p.at("b1"), p.at("w2"), p.at("b2"), "mlp"};
+  Tensor x = randn({2, 4}, gen, kFloat64);
+  Tensor target = randn({2, 3}, gen, kFloat64);
+  Mlp g = grad([&](const Mlp& q) { return mlp_loss(q.w1, q.b1, q.w2, q.b2, x, target); })(m);
+  EXPECT_EQ(g.name, "mlp");
+  Params gp = grad([&](const Params& q) {
+    return mlp_loss(q.at("w1"), q.at("b1"), q.at("w2"), q.at("b2"), x, target);
+  })(p);
+  expect_same(g.w1, gp.at("w1"));
+  expect_same(g.b2, gp.at("b2"));
+
+  using Tree = std::pair<std::vector<Tensor>, std::array<Tensor, 2>>;
+  Tree t{{tensor({1.0, 2.0}, {2}), scalar(3.0)}, {scalar(4.0), tensor({5.0}, {1})}};
+  Tree gt = grad([](const Tree& v) {
+    return (v.first[0] * v.first[1]).sum() + v.second[0] * v.second[1].sum();
+  })(t);
+  expect_values(gt.first[0], {3.0, 3.0});
+  expect_values(gt.first[1], {3.0});
+  expect_values(gt.second[0], {5.0});
+  expect_values(gt.second[1], {4.0});
+}
+
+TEST(Grad, ReadingValuesInsideGrad) {
+  auto f = [](const Tensor& x) {
+    EXPECT_DOUBLE_EQ(x.sum().item<double>(), 3.0);
+    return (x * x).sum();
+  };
+  expect_values(grad(f)(tensor({1.0, 2.0}, {2})), {2.0, 4.0});
+}
+
+TEST(Grad, ThreadsHaveTheirOwnLayerStacks) {
+  auto f = [](const Tensor& x) { return (x.sin() * x * x).sum(); };
+  Tensor x = tensor({0.1, 0.7, -1.3}, {3});
+  auto second = [&](const Tensor& t) { return grad(f)(t).sum(); };
+  Tensor expected = grad(second)(x);
+  std::vector<Tensor> results(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < results.size(); ++i) {
+    threads.emplace_back([&, i] {
+      for (int rep = 0; rep < 20; ++rep) {
+        results[i] = grad(second)(x);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Tensor& r : results) expect_same(r, expected);
+}
+
+}  // namespace
+}  // namespace strata
