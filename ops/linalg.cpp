@@ -15,6 +15,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -182,6 +183,55 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("bmm", &bmm_cpu);
   m.impl("addmm", &addmm_cpu);
   m.impl("dot", &dot_cpu);
+}
+
+// ---- derivatives (Note [Derivative formulas]); matmul and outer differentiate
+// through their decompositions.
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+Tensor scaled(const Tensor& t, const Scalar& factor) {
+  return factor.to_double() == 1.0 ? t : t * factor;
+}
+
+// d(A B) = dA B + A dB: A gets g B^T and B gets A^T g, per matrix of a batch.
+template <bool kBatched>
+void product_backward(BackwardContext& c, size_t a_arg, size_t b_arg, const Scalar& alpha) {
+  const int64_t rows = kBatched ? 1 : 0;
+  const Tensor& g = c.grad();
+  if (c.needs_grad(a_arg)) {
+    const Tensor b_t = c.input(b_arg).transpose(rows, rows + 1);
+    c.set_grad(a_arg, scaled(kBatched ? bmm(g, b_t) : mm(g, b_t), alpha));
+  }
+  if (c.needs_grad(b_arg)) {
+    const Tensor a_t = c.input(a_arg).transpose(rows, rows + 1);
+    c.set_grad(b_arg, scaled(kBatched ? bmm(a_t, g) : mm(a_t, g), alpha));
+  }
+}
+
+void mm_backward(BackwardContext& c) { product_backward<false>(c, 0, 1, 1); }
+
+void bmm_backward(BackwardContext& c) { product_backward<true>(c, 0, 1, 1); }
+
+void addmm_backward(BackwardContext& c) {
+  const Scalar beta = c.scalar_arg(3);
+  // beta == 0 ignores self, so it gets no gradient.
+  if (c.needs_grad(0) && beta.to_double() != 0.0) c.set_grad(0, scaled(c.grad(), beta));
+  product_backward<false>(c, 1, 2, c.scalar_arg(4));
+}
+
+void dot_backward(BackwardContext& c) {
+  if (c.needs_grad(0)) c.set_grad(0, c.grad() * c.input(1));
+  if (c.needs_grad(1)) c.set_grad(1, c.grad() * c.input(0));
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("mm", derivative({.backward = &mm_backward, .saved_inputs = args(0, 1)}));
+  m.impl("bmm", derivative({.backward = &bmm_backward, .saved_inputs = args(0, 1)}));
+  m.impl("addmm", derivative({.backward = &addmm_backward, .saved_inputs = args(1, 2)}));
+  m.impl("dot", derivative({.backward = &dot_backward, .saved_inputs = args(0, 1)}));
 }
 
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {

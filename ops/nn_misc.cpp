@@ -9,6 +9,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata::nn {
 namespace {
@@ -130,6 +131,34 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 }
 
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("dropout", &dropout_composite); }
+
+// ---- derivatives (Note [Derivative formulas])
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+// t as a matrix [rows, t.size(-1)], rows running over every leading dim (1 for a
+// 1-D t): a view when t's strides allow it.
+Tensor as_rows(const Tensor& t) {
+  const int64_t columns = t.sizes().back();
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < t.dim(); ++d) rows *= t.sizes()[d];
+  return t.reshape({rows, columns});
+}
+
+// out = x W^T + b over the rows of x: one GEMM per operand's gradient.
+void linear_backward(BackwardContext& c) {
+  const Tensor g = as_rows(c.grad());  // [rows, out]
+  if (c.needs_grad(0)) c.set_grad(0, g.mm(c.input(1)).view(c.input_sizes(0)));
+  if (c.needs_grad(1)) c.set_grad(1, g.t().mm(as_rows(c.input(0))));
+  if (c.needs_grad(2)) c.set_grad(2, g.sum({0}));
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("linear", derivative({.backward = &linear_backward, .saved_inputs = args(0, 1)}));
+  m.impl("dropout_mask", autograd::non_differentiable());
+}
 
 }  // namespace
 
