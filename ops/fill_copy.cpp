@@ -6,6 +6,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -70,6 +71,29 @@ STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
   m.impl("zero_", &zero__composite);
   m.impl("to.dtype", &to_dtype_composite);
   m.impl("contiguous", &contiguous_composite);
+}
+
+// ---- derivatives (Note [Derivative formulas]); zero_, to and contiguous
+// differentiate through fill_, copy_ and clone.
+
+using autograd::BackwardContext;
+using autograd::derivative;
+
+// fill_ overwrites every element of self: nothing flows back to the old values.
+void overwrite_backward(BackwardContext&) {}
+
+// The gradient passes unchanged to argument `arg`: self of clone, src of copy_
+// (whose broadcast and dtype cast the caller of the formula undoes; self's old
+// values, overwritten, get nothing).
+template <size_t arg>
+void pass_through_backward(BackwardContext& c) {
+  c.set_grad(arg, c.grad());
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("fill_.Scalar", derivative({.backward = &overwrite_backward}));
+  m.impl("copy_", derivative({.backward = &pass_through_backward<1>}));
+  m.impl("clone", derivative({.backward = &pass_through_backward<0>}));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "ops/shape_internal.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -75,6 +76,25 @@ STRATA_LIBRARY(strata, m) {
 STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("cat", &cat_cpu); }
 
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("stack", &stack_composite); }
+
+// ---- derivatives (Note [Derivative formulas]); stack differentiates through cat.
+
+// Each input gets the part of the gradient it was concatenated into.
+void cat_backward(autograd::BackwardContext& c) {
+  const Tensor& g = c.grad();
+  const int64_t d = c.int_arg(1) < 0 ? c.int_arg(1) + g.dim() : c.int_arg(1);
+  int64_t start = 0;
+  for (size_t i = 0; i < c.input_list_size(0); ++i) {
+    const IntArrayRef sizes = c.input_sizes(0, i);
+    if (static_cast<int64_t>(sizes.size()) != g.dim()) continue;  // a legacy empty tensor
+    if (c.needs_grad(0, i)) c.set_list_grad(0, i, g.narrow(d, start, sizes[d]));
+    start += sizes[d];
+  }
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("cat", autograd::derivative({.backward = &cat_backward}));
+}
 
 }  // namespace
 

@@ -122,6 +122,7 @@ STRATA_LIBRARY(strata, m) {
   m.def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]");
 }
 
+// Their derivative formulas are in shape_derivatives.cpp.
 STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
   m.impl("select.int", &select_kernel);
   m.impl("slice.Tensor", &slice_kernel);

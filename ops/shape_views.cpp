@@ -356,6 +356,7 @@ STRATA_LIBRARY(strata, m) {
   m.def("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)");
 }
 
+// Their derivative formulas are in shape_derivatives.cpp.
 STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
   m.impl("view", &view_kernel);
   m.impl("as_strided", &as_strided_kernel);
