@@ -11,6 +11,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -205,6 +206,84 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("index_add_", &index_add__cpu);
   m.impl("masked_fill.Scalar", &masked_fill_cpu);
   m.impl("masked_fill_.Scalar", &masked_fill__cpu);
+}
+
+// ---- derivatives (Note [Derivative formulas]) -----------------------------------
+// Index and mask arguments are integer or Bool: they never get a gradient. Each
+// formula is linear in the output gradient and built from the indexing ops
+// themselves (index_select and index_add, gather and scatter_add are each other's
+// adjoints), so grad of grad stays within this file's formulas.
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+// Zeros of argument `arg`'s shape, for a gradient to be accumulated into.
+Tensor zeros_for(const BackwardContext& c, size_t arg) {
+  return zeros(c.input_sizes(arg), c.grad().dtype(), c.grad().device());
+}
+
+// t extended with zeros at the end of each dim to `sizes`: the elements of src
+// that no index reads get a zero gradient.
+Tensor zero_padded(Tensor t, IntArrayRef sizes) {
+  for (int64_t k = 0; k < t.dim(); ++k) {
+    const int64_t missing = sizes[k] - t.sizes()[k];
+    if (missing == 0) continue;
+    DimVector pad_sizes(t.sizes());
+    pad_sizes[k] = missing;
+    t = cat({t, zeros(pad_sizes, t.dtype(), t.device())}, k);
+  }
+  return t;
+}
+
+// index_select(self, dim, index): each selected slice adds its gradient back to
+// the slice it came from, repeats accumulating.
+void index_select_backward(BackwardContext& c) {
+  c.set_grad(0, zeros_for(c, 0).index_add(c.int_arg(1), c.input(2), c.grad()));
+}
+
+// gather(self, dim, index): the same, element by element.
+void gather_backward(BackwardContext& c) {
+  c.set_grad(0, zeros_for(c, 0).scatter_add(c.int_arg(1), c.input(2), c.grad()));
+}
+
+// scatter_add(self, dim, index, src): self passes through; src[p] was added at
+// index[p], so it reads its gradient from there.
+void scatter_add_backward(BackwardContext& c) {
+  c.set_grad(0, c.grad());
+  if (c.needs_grad(3)) {
+    c.set_grad(3, zero_padded(c.grad().gather(c.int_arg(1), c.input(2)), c.input_sizes(3)));
+  }
+}
+
+// index_add(self, dim, index, source, *, alpha): as scatter_add, scaled by alpha.
+void index_add_backward(BackwardContext& c) {
+  c.set_grad(0, c.grad());
+  if (c.needs_grad(3)) {
+    c.set_grad(3, c.grad().index_select(c.int_arg(1), c.input(2)) * c.scalar_arg(4));
+  }
+}
+
+// masked_fill(self, mask, value): filled positions no longer depend on self.
+void masked_fill_backward(BackwardContext& c) {
+  c.set_grad(0, c.grad().masked_fill(c.input(1), 0));
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  const KernelFunction scatter_add =
+      derivative({.backward = &scatter_add_backward, .saved_inputs = args(2)});
+  const KernelFunction index_add =
+      derivative({.backward = &index_add_backward, .saved_inputs = args(2)});
+  const KernelFunction masked_fill =
+      derivative({.backward = &masked_fill_backward, .saved_inputs = args(1)});
+  m.impl("index_select", derivative({.backward = &index_select_backward, .saved_inputs = args(2)}));
+  m.impl("gather", derivative({.backward = &gather_backward, .saved_inputs = args(2)}));
+  m.impl("scatter_add", scatter_add);
+  m.impl("scatter_add_", scatter_add);
+  m.impl("index_add", index_add);
+  m.impl("index_add_", index_add);
+  m.impl("masked_fill.Scalar", masked_fill);
+  m.impl("masked_fill_.Scalar", masked_fill);
 }
 
 using IndexSig = Tensor(const Tensor&, int64_t, const Tensor&);
