@@ -7,6 +7,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata::nn {
 namespace {
@@ -125,6 +126,73 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("conv2d", &conv2d_cpu);
   m.impl("conv2d_backward_input", &conv2d_backward_input_cpu);
   m.impl("conv2d_backward_weight", &conv2d_backward_weight_cpu);
+}
+
+// ---- derivatives (Note [Derivative formulas])
+// conv2d is bilinear in (input, weight); conv2d_backward_input and
+// conv2d_backward_weight are its adjoints in either operand, so each is bilinear too
+// and all the derivatives are the three ops again. Arguments 3-6 of conv2d
+// (stride, padding, dilation, groups) sit at 3-6 in the backward ops as well.
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+struct ConvParams {
+  IntArrayRef stride, padding, dilation;
+  int64_t groups;
+};
+
+ConvParams conv_params(const BackwardContext& c) {
+  return {c.int_list_arg(3), c.int_list_arg(4), c.int_list_arg(5), c.int_arg(6)};
+}
+
+void conv2d_backward(BackwardContext& c) {
+  const ConvParams p = conv_params(c);
+  const Tensor& g = c.grad();
+  if (c.needs_grad(0)) {
+    c.set_grad(0, conv2d_backward_input(g, c.input_sizes(0), c.input(1), p.stride, p.padding,
+                                        p.dilation, p.groups));
+  }
+  if (c.needs_grad(1)) {
+    c.set_grad(1, conv2d_backward_weight(g, c.input(0), c.input_sizes(1), p.stride, p.padding,
+                                         p.dilation, p.groups));
+  }
+  if (c.needs_grad(2)) c.set_grad(2, g.sum({0, 2, 3}));
+}
+
+// grad_input = B_x(grad_output, weight), the adjoint of x -> conv2d(x, weight).
+void conv2d_backward_input_backward(BackwardContext& c) {
+  const ConvParams p = conv_params(c);
+  const Tensor& g = c.grad();  // of the input's shape
+  if (c.needs_grad(0)) {
+    c.set_grad(0, conv2d(g, c.input(2), std::nullopt, p.stride, p.padding, p.dilation, p.groups));
+  }
+  if (c.needs_grad(2)) {
+    c.set_grad(2, conv2d_backward_weight(c.input(0), g, c.input_sizes(2), p.stride, p.padding,
+                                         p.dilation, p.groups));
+  }
+}
+
+// grad_weight = B_w(grad_output, input), the adjoint of w -> conv2d(input, w).
+void conv2d_backward_weight_backward(BackwardContext& c) {
+  const ConvParams p = conv_params(c);
+  const Tensor& g = c.grad();  // of the weight's shape
+  if (c.needs_grad(0)) {
+    c.set_grad(0, conv2d(c.input(1), g, std::nullopt, p.stride, p.padding, p.dilation, p.groups));
+  }
+  if (c.needs_grad(1)) {
+    c.set_grad(1, conv2d_backward_input(c.input(0), c.input_sizes(1), g, p.stride, p.padding,
+                                        p.dilation, p.groups));
+  }
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("conv2d", derivative({.backward = &conv2d_backward, .saved_inputs = args(0, 1)}));
+  m.impl("conv2d_backward_input",
+         derivative({.backward = &conv2d_backward_input_backward, .saved_inputs = args(0, 2)}));
+  m.impl("conv2d_backward_weight",
+         derivative({.backward = &conv2d_backward_weight_backward, .saved_inputs = args(0, 1)}));
 }
 
 }  // namespace

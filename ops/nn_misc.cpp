@@ -155,8 +155,40 @@ void linear_backward(BackwardContext& c) {
   if (c.needs_grad(2)) c.set_grad(2, g.sum({0}));
 }
 
+// Row i of the table gets the sum of the gradient rows of the positions that looked it up.
+void embedding_backward(BackwardContext& c) {
+  if (!c.needs_grad(0)) return;
+  const Tensor& g = c.grad();
+  c.set_grad(0, zeros(c.input_sizes(0), g.dtype(), g.device())
+                    .index_add(0, c.input(1).reshape({-1}), as_rows(g)));
+}
+
+// With x^ = (x - mean) * rstd over the normalized dims and h = g * weight, the rows are
+// independent and dx = rstd * (h - mean(h) - x^ * mean(h * x^)): the two means remove
+// the components of h along the directions the normalization projects out.
+void layer_norm_backward(BackwardContext& c) {
+  const Tensor& g = c.grad();
+  if (c.needs_grad(3)) c.set_grad(3, g);  // leading dims are summed away by the caller
+  if (!c.needs_grad(0) && !c.needs_grad(2)) return;
+  const Tensor& x = c.input(0);
+  DimVector dims;
+  for (int64_t d = x.dim() - static_cast<int64_t>(c.int_list_arg(1).size()); d < x.dim(); ++d) {
+    dims.push_back(d);
+  }
+  const Tensor centered = x - x.mean(dims, true);
+  const Tensor rstd = (centered.square().mean(dims, true) + c.double_arg(4)).rsqrt();
+  const Tensor normalized = centered * rstd;
+  if (c.needs_grad(0)) {
+    const Tensor h = c.arg(2).is_none() ? g : g * c.input(2);
+    c.set_grad(0, rstd * (h - h.mean(dims, true) - normalized * (h * normalized).mean(dims, true)));
+  }
+  if (c.needs_grad(2)) c.set_grad(2, g * normalized);
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("linear", derivative({.backward = &linear_backward, .saved_inputs = args(0, 1)}));
+  m.impl("embedding", derivative({.backward = &embedding_backward, .saved_inputs = args(1)}));
+  m.impl("layer_norm", derivative({.backward = &layer_norm_backward, .saved_inputs = args(0, 2)}));
   m.impl("dropout_mask", autograd::non_differentiable());
 }
 

@@ -7,6 +7,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata::nn {
 namespace {
@@ -150,6 +151,51 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
   m.impl("max_pool2d", &max_pool2d_composite);
+}
+
+// ---- derivatives (Note [Derivative formulas]); max_pool2d differentiates through
+// max_pool2d_with_indices. Both backward ops are linear in grad_output, and read
+// their input only for its shape.
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+void max_pool2d_with_indices_backward(BackwardContext& c) {
+  c.set_grad(0, max_pool2d_backward(c.grad(0), c.input(0), c.output(1)));
+}
+
+// max_pool2d_backward scatters each output gradient to the pixel its index names; the
+// adjoint reads, for each output position, that pixel: the forward selection.
+void max_pool2d_backward_backward(BackwardContext& c) {
+  if (!c.needs_grad(0)) return;
+  const Tensor& indices = c.input(2);
+  const int64_t rank = indices.dim();
+  c.set_grad(
+      0,
+      c.grad().flatten(rank - 2).gather(rank - 2, indices.flatten(rank - 2)).view(indices.sizes()));
+}
+
+void avg_pool2d_backward_formula(BackwardContext& c) {
+  c.set_grad(0, avg_pool2d_backward(c.grad(), c.input(0), c.int_list_arg(1), c.int_list_arg(2),
+                                    c.int_list_arg(3)));
+}
+
+// avg_pool2d_backward is the adjoint of avg_pool2d, so its adjoint is avg_pool2d.
+void avg_pool2d_backward_backward(BackwardContext& c) {
+  if (!c.needs_grad(0)) return;
+  c.set_grad(0, avg_pool2d(c.grad(), c.int_list_arg(2), c.int_list_arg(3), c.int_list_arg(4)));
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("max_pool2d_with_indices", derivative({.backward = &max_pool2d_with_indices_backward,
+                                                .saved_inputs = args(0),
+                                                .saved_outputs = args(1)}));
+  m.impl("max_pool2d_backward",
+         derivative({.backward = &max_pool2d_backward_backward, .saved_inputs = args(2)}));
+  m.impl("avg_pool2d",
+         derivative({.backward = &avg_pool2d_backward_formula, .saved_inputs = args(0)}));
+  m.impl("avg_pool2d_backward", derivative({.backward = &avg_pool2d_backward_backward}));
 }
 
 }  // namespace

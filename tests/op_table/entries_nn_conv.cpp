@@ -324,13 +324,29 @@ PoolShape pool_shape_of(const Tensor& input, const Stack& a) {
                     a.size() > 3 ? a[3].to_int_list() : Sizes{1});
 }
 
+// A pooling input in c's layout holding the values -2 + 4 k / n, k = 0 .. n - 1, in a
+// scrambled order. Max pooling has a kink wherever two values of a window tie; values
+// this far apart keep gradcheck's finite differences (steps of 1e-6) off every kink,
+// which random values of a large input do not (two of them can lie 1e-7 apart).
+Tensor distinct_pool_input(const PoolCase& c, ScalarType dtype) {
+  Tensor input = make_tensor(c.input, dtype, c.layout, -2, 2, 1);
+  const auto n = static_cast<uint64_t>(numel(c.input));
+  std::vector<double> values(n);
+  // 2654435761 is a prime larger than any n here, so i -> i * 2654435761 mod n permutes.
+  for (uint64_t i = 0; i < n; ++i) {
+    values[i] = -2.0 + 4.0 * static_cast<double>(i * 2654435761ULL % n) / static_cast<double>(n);
+  }
+  input.copy_(from_values(values, c.input, dtype));
+  return input;
+}
+
 // Samples for every case; avg pooling (no dilation) skips dilated cases. `with_grad`
 // prepends a gradient of the output's shape to the inputs.
 std::vector<Sample> pool_samples(ScalarType dtype, bool dilation, bool with_grad) {
   std::vector<Sample> samples;
   for (const PoolCase& c : pool_cases()) {
     if (!dilation && c.dilation != Sizes{1}) continue;
-    std::vector<Tensor> inputs{make_tensor(c.input, dtype, c.layout, -2, 2, 1)};
+    std::vector<Tensor> inputs{distinct_pool_input(c, dtype)};
     if (with_grad) {
       const PoolShape s = pool_shape(c.input, c.kernel, c.stride, c.padding, c.dilation);
       inputs.insert(inputs.begin(), make_tensor(s.output, dtype, -1, 1, 5));
