@@ -8,6 +8,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata::nn {
 namespace {
@@ -98,6 +99,56 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
   m.impl("cross_entropy", &cross_entropy_composite);
+}
+
+// ---- derivatives (Note [Derivative formulas]); cross_entropy differentiates
+// through its decomposition.
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+// loss_i = -w[t_i] x[i, t_i] (0 for an ignored target), kept (none), summed, or
+// summed and divided by W = sum of w[t_i] (mean). Through W the mean also
+// depends on the weights: d mean / d w_c = sum over i with t_i = c of
+// (-x[i, c] - mean) / W.
+void nll_loss_backward(BackwardContext& c) {
+  const Tensor& input = c.input(0);
+  const Tensor& target = c.input(1);
+  const bool weighted = !c.arg(2).is_none();
+  const auto reduction = static_cast<Reduction>(c.int_arg(3));
+  // picked[..., k]: whether the loss of a sample reads its class k.
+  Tensor label = target.unsqueeze(-1);
+  Tensor picked =
+      (arange(input.sizes().back(), kInt64) == label).logical_and(label != c.int_arg(4));
+  Tensor picked_weight = weighted ? picked * c.input(2) : picked.to(input.dtype());
+  // d loss / d loss_i, shaped to broadcast against the input.
+  Tensor per_sample = c.grad();
+  if (reduction == Reduction::None) per_sample = per_sample.unsqueeze(-1);
+  if (reduction == Reduction::Mean) per_sample = per_sample / picked_weight.sum();
+  if (c.needs_grad(0)) c.set_grad(0, -(per_sample * picked_weight));
+  if (c.needs_grad(2)) {
+    Tensor read = reduction == Reduction::Mean ? input + c.output() : input;
+    c.set_grad(2, -(per_sample * picked * read));  // summed over the batch to [C]
+  }
+}
+
+void mse_loss_backward(BackwardContext& c) {
+  Tensor diff = c.input(0) - c.input(1);
+  double scale = 2.0;
+  if (static_cast<Reduction>(c.int_arg(2)) == Reduction::Mean) {
+    scale /= static_cast<double>(diff.numel());
+  }
+  Tensor grad = c.grad() * diff * scale;
+  if (c.needs_grad(0)) c.set_grad(0, grad);
+  if (c.needs_grad(1)) c.set_grad(1, -grad);
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("nll_loss", derivative({.backward = &nll_loss_backward,
+                                 .saved_inputs = args(0, 1, 2),
+                                 .saved_outputs = args(0)}));
+  m.impl("mse_loss", derivative({.backward = &mse_loss_backward, .saved_inputs = args(0, 1)}));
 }
 
 }  // namespace

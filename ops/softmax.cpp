@@ -8,6 +8,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -68,6 +69,54 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("log_softmax", &softmax_cpu<true>);
   m.impl("softmax_backward", &softmax_backward_cpu<false>);
   m.impl("log_softmax_backward", &softmax_backward_cpu<true>);
+}
+
+// ---- derivatives (Note [Derivative formulas]) -----------------------------------
+// The backward ops get formulas of their own, with their `output` argument taken
+// as an independent input, so that softmax is differentiable any number of times.
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+Tensor sum_over(const Tensor& t, int64_t dim) { return t.sum({dim}, true); }
+
+void softmax_grad(BackwardContext& c) {
+  c.set_grad(0, nn::softmax_backward(c.grad(), c.output(), c.int_arg(1)));
+}
+
+void log_softmax_grad(BackwardContext& c) {
+  c.set_grad(0, nn::log_softmax_backward(c.grad(), c.output(), c.int_arg(1)));
+}
+
+// f = y * (g - sum(g * y)), linear in g with a symmetric Jacobian diag(y) - y y^T,
+// so its transpose is softmax_backward itself.
+void softmax_backward_grad(BackwardContext& c) {
+  const Tensor& u = c.grad();
+  const Tensor& g = c.input(0);
+  const Tensor& y = c.input(1);
+  const int64_t dim = c.int_arg(2);
+  if (c.needs_grad(0)) c.set_grad(0, nn::softmax_backward(u, y, dim));
+  if (c.needs_grad(1)) c.set_grad(1, u * (g - sum_over(g * y, dim)) - g * sum_over(u * y, dim));
+}
+
+// f = g - exp(y) * sum(g).
+void log_softmax_backward_grad(BackwardContext& c) {
+  const Tensor& u = c.grad();
+  const Tensor& g = c.input(0);
+  Tensor probs = c.input(1).exp();
+  const int64_t dim = c.int_arg(2);
+  if (c.needs_grad(0)) c.set_grad(0, u - sum_over(u * probs, dim));
+  if (c.needs_grad(1)) c.set_grad(1, -u * probs * sum_over(g, dim));
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("softmax", derivative({.backward = &softmax_grad, .saved_outputs = args(0)}));
+  m.impl("log_softmax", derivative({.backward = &log_softmax_grad, .saved_outputs = args(0)}));
+  m.impl("softmax_backward",
+         derivative({.backward = &softmax_backward_grad, .saved_inputs = args(0, 1)}));
+  m.impl("log_softmax_backward",
+         derivative({.backward = &log_softmax_backward_grad, .saved_inputs = args(0, 1)}));
 }
 
 }  // namespace
