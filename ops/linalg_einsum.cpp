@@ -24,6 +24,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata {
 namespace {
@@ -224,6 +225,65 @@ STRATA_LIBRARY(strata, m) {
 STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("_einsum_loop", &einsum_loop_cpu); }
 
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("einsum", &einsum_composite); }
+
+// ---- derivatives (Note [Derivative formulas]); einsum differentiates through its
+// decomposition, whose only op without a formula elsewhere is _einsum_loop.
+
+using autograd::args;
+using autograd::BackwardContext;
+using autograd::derivative;
+
+// The gradient of operand t with letters L: the output is linear in it, so its
+// gradient is the einsum of the output's gradient with the other operands, over the
+// letters of L that appear outside it. A letter only in L was summed over: the
+// gradient is constant along it. A letter repeated in L reads the operand's diagonal:
+// the gradient is zero off that diagonal.
+Tensor einsum_operand_grad(const Equation& eq, const Tensor& grad, ArrayRef<Tensor> operands,
+                           size_t t) {
+  const std::string& letters = eq.inputs[t];
+  std::string equation = eq.output;
+  std::vector<Tensor> terms{grad};
+  for (size_t other = 0; other < operands.size(); ++other) {
+    if (other == t) continue;
+    equation += "," + eq.inputs[other];
+    terms.push_back(operands[other]);
+  }
+  // Each kept letter at its first position in L, size-1 dims at the others.
+  std::string kept;
+  DimVector kept_sizes;
+  for (size_t p = 0; p < letters.size(); ++p) {
+    const char c = letters[p];
+    const bool first = letters.find(c) == p;
+    const bool outside = contains(equation, c);
+    if (first && outside) kept += c;
+    kept_sizes.push_back(first && outside ? eq.size_of[static_cast<unsigned char>(c)] : 1);
+  }
+  const DimVector sizes = eq.sizes(letters);
+  Tensor result = einsum(equation + "->" + kept, terms).reshape(kept_sizes).expand(sizes);
+  auto positions_along = [&](size_t dim) {
+    DimVector shape(letters.size(), 1);
+    shape[dim] = sizes[dim];
+    return arange(sizes[dim]).view(shape);
+  };
+  for (size_t p = 0; p < letters.size(); ++p) {
+    const size_t first = letters.find(letters[p]);
+    if (first == p) continue;
+    result = result * (positions_along(first) == positions_along(p)).to(grad.dtype());
+  }
+  return result;
+}
+
+void einsum_loop_backward(BackwardContext& c) {
+  const std::vector<Tensor>& operands = c.input_list(1);
+  const Equation eq = parse(c.arg(0).to_string_ref(), operands);
+  for (size_t t = 0; t < operands.size(); ++t) {
+    if (c.needs_grad(1, t)) c.set_list_grad(1, t, einsum_operand_grad(eq, c.grad(), operands, t));
+  }
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("_einsum_loop", derivative({.backward = &einsum_loop_backward, .saved_inputs = args(1)}));
+}
 
 }  // namespace
 

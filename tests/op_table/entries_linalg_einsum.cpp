@@ -157,6 +157,9 @@ STRATA_OP_INFOS(linalg_einsum) {
       "ii->",
       "iji->j",
       "ij,ij,ij->",
+      // Several operands through the loop: a repeated letter, a letter summed in one.
+      "iij,jk->ki",
+      "ij,jk->i",
   };
   std::vector<OpInfo> infos;
   for (const std::string& equation : equations) infos.push_back(einsum_entry(equation));
