@@ -12,8 +12,10 @@ namespace strata {
 
 namespace {
 
-thread_local std::vector<DynamicLayer> tls_layers;
-thread_local int64_t tls_last_level = 0;
+// initial-exec: every op inside a transform reads the stack several times, and
+// the library is linked, not dlopen'ed (see Note [Thread-local key sets]).
+thread_local std::vector<DynamicLayer> tls_layers __attribute__((tls_model("initial-exec")));
+thread_local int64_t tls_last_level __attribute__((tls_model("initial-exec"))) = 0;
 
 constexpr DispatchKeySet kFront{DispatchKey::DynamicLayerFront};
 constexpr DispatchKeySet kBack{DispatchKey::DynamicLayerBack};

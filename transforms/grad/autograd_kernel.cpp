@@ -35,7 +35,7 @@ bool is_view_op(const OperatorHandle& op) {
 
 // Tensor slots of the call: each tensor argument, each element of a tensor list.
 struct CallSlots {
-  std::vector<uint16_t> first_slot;
+  SlotIndex first_slot;
   std::vector<TensorMeta> slots;
   std::vector<Edge> edges;
   bool any_requires_grad = false;
@@ -43,7 +43,9 @@ struct CallSlots {
 
 CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t level) {
   CallSlots call;
-  call.first_slot.assign(nargs, FormulaNode::kNoSlot);
+  call.first_slot.resize(nargs, FormulaNode::kNoSlot);
+  call.slots.reserve(nargs);
+  call.edges.reserve(nargs);
   auto add = [&](const Tensor& t) {
     TensorMeta meta;
     Edge edge;
@@ -109,7 +111,13 @@ void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeyS
     op.redispatch_boxed(keys & kBelowAutograd, stack);
     return;
   }
-  // What the formula reads, as the level below sees it, before the op can overwrite it.
+  // What the formula reads, as the level below sees it, before the op can
+  // overwrite it: an in-place op's target, and anything sharing its memory, is
+  // saved as a copy.
+  Storage overwritten;
+  if (written) {
+    overwritten = stack[first + *written].to_tensor().impl()->value_source()->storage();
+  }
   std::vector<IValue> saved_args(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
   for (size_t i = 0; i < nargs; ++i) {
     IValue& a = saved_args[i];
@@ -120,7 +128,11 @@ void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeyS
         continue;
       }
       Tensor value = unwrap_at_level(a.to_tensor(), level);
-      a = (written && *written == i) ? value.clone() : value;
+      const bool aliases_target =
+          overwritten && value.defined() && value.impl()->value_source()->storage() == overwritten;
+      // The clone runs through this level's back fallback, which wraps it here;
+      // the node keeps what is below.
+      a = aliases_target ? unwrap_at_level(value.clone(), level) : value;
     } else if (a.is_tensor_list()) {
       if (!keep) {
         a = IValue();
@@ -132,30 +144,25 @@ void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeyS
 
   op.redispatch_boxed(keys & kBelowAutograd, stack);
 
-  std::vector<Tensor> saved_outputs;
-  std::vector<TensorMeta> output_meta;
-  std::vector<TensorWrapper*> output_wrappers;
-  for (size_t i = first; i < stack.size(); ++i) {
-    if (!stack[i].is_tensor()) continue;  // tensor-list results: see below
-    const Tensor& out = stack[i].to_tensor();
+  std::vector<OutputInfo> outputs;
+  SmallVector<TensorWrapper*, 4> output_wrappers;
+  auto add_output = [&](const Tensor& out, bool keep) {
     TensorWrapper* w = wrapper_at_level(out, level);
     output_wrappers.push_back(w);
-    output_meta.push_back({DimVector(out.sizes()), out.dtype(), false});
-    const bool keep = derivative.saved_outputs >> (i - first) & 1u;
-    saved_outputs.push_back(keep && w ? w->value() : Tensor());
+    outputs.push_back(
+        {{DimVector(out.sizes()), out.dtype(), false}, keep && w ? w->value() : Tensor()});
+  };
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (stack[i].is_tensor())
+      add_output(stack[i].to_tensor(), derivative.saved_outputs >> (i - first) & 1u);
   }
   for (size_t i = first; i < stack.size(); ++i) {
     if (!stack[i].is_tensor_list()) continue;
-    for (const Tensor& out : stack[i].to_tensor_list()) {
-      output_wrappers.push_back(wrapper_at_level(out, level));
-      output_meta.push_back({DimVector(out.sizes()), out.dtype(), false});
-      saved_outputs.emplace_back();
-    }
+    for (const Tensor& out : stack[i].to_tensor_list()) add_output(out, false);
   }
   auto node = make_intrusive<FormulaNode>(op, derivative, level, std::move(call.edges),
                                           std::move(saved_args), std::move(call.first_slot),
-                                          std::move(call.slots), std::move(saved_outputs),
-                                          std::move(output_meta));
+                                          std::move(call.slots), std::move(outputs));
   const bool view = is_view_op(op);
   for (size_t i = 0; i < output_wrappers.size(); ++i) {
     TensorWrapper* w = output_wrappers[i];

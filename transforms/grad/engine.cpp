@@ -1,4 +1,5 @@
-#include <unordered_map>
+#include <memory>
+#include <vector>
 
 #include "tensor/error.h"
 #include "transforms/grad/node.h"
@@ -8,8 +9,95 @@ namespace strata::autograd {
 namespace {
 
 struct NodeTask {
+  Node* node = nullptr;
   uint32_t pending = 0;  // edges from nodes not yet run
   std::vector<Tensor> grads;
+};
+
+// Per-run bookkeeping: node -> task through an open-addressing table. Kept per
+// thread and reused, so a backward pass over a small graph allocates almost
+// nothing; a pool (not one object) because a formula may itself run a backward pass.
+class Scratch {
+ public:
+  void reset() {
+    for (uint32_t i = 0; i < used_; ++i) tasks_[i].grads.clear();
+    used_ = 0;
+    std::fill(table_.begin(), table_.end(), kEmpty);
+  }
+
+  // The task of `node`, made on first use (`made` tells which).
+  NodeTask& task(Node* node, bool& made) {
+    if (2 * (used_ + 1) > table_.size()) grow();
+    size_t mask = table_.size() - 1;
+    for (size_t h = hash(node) & mask;; h = (h + 1) & mask) {
+      if (table_[h] == kEmpty) {
+        table_[h] = used_;
+        if (used_ == tasks_.size()) tasks_.emplace_back();
+        NodeTask& t = tasks_[used_++];
+        t.node = node;
+        t.pending = 0;
+        t.grads.resize(node->num_outputs());
+        made = true;
+        return t;
+      }
+      if (tasks_[table_[h]].node == node) {
+        made = false;
+        return tasks_[table_[h]];
+      }
+    }
+  }
+  NodeTask& existing(Node* node) {
+    bool made = false;
+    NodeTask& t = task(node, made);
+    STRATA_CHECK(!made, "backward", "internal: node ", node->name(), " was not visited");
+    return t;
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  static size_t hash(const Node* p) {
+    return (reinterpret_cast<uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ull >> 7;
+  }
+  void grow() {
+    std::vector<uint32_t> old(std::max<size_t>(64, table_.size() * 2), kEmpty);
+    table_.swap(old);
+    size_t mask = table_.size() - 1;
+    for (uint32_t i = 0; i < used_; ++i) {
+      size_t h = hash(tasks_[i].node) & mask;
+      while (table_[h] != kEmpty) h = (h + 1) & mask;
+      table_[h] = i;
+    }
+  }
+
+  std::vector<uint32_t> table_;
+  std::vector<NodeTask> tasks_;  // stable indices; grows, never shrinks
+  uint32_t used_ = 0;
+};
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    if (pool().empty()) {
+      scratch_ = std::make_unique<Scratch>();
+    } else {
+      scratch_ = std::move(pool().back());
+      pool().pop_back();
+    }
+  }
+  ~ScratchLease() {
+    scratch_->reset();
+    pool().push_back(std::move(scratch_));
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  Scratch& operator*() { return *scratch_; }
+
+ private:
+  static std::vector<std::unique_ptr<Scratch>>& pool() {
+    thread_local std::vector<std::unique_ptr<Scratch>> scratches;
+    return scratches;
+  }
+  std::unique_ptr<Scratch> scratch_;
 };
 
 void accumulate(std::vector<Tensor>& grads, uint32_t index, Tensor grad) {
@@ -23,48 +111,44 @@ void accumulate(std::vector<Tensor>& grads, uint32_t index, Tensor grad) {
 std::vector<Tensor> run_backward(const std::vector<Edge>& roots,
                                  const std::vector<Tensor>& root_grads,
                                  const std::vector<const Node*>& sinks) {
-  std::unordered_map<const Node*, NodeTask> tasks;
-  std::vector<Node*> to_visit;
-  auto task_for = [&](Node* node) -> NodeTask& {
-    auto [it, inserted] = tasks.try_emplace(node);
-    if (inserted) {
-      it->second.grads.resize(node->num_outputs());
-      to_visit.push_back(node);
-    }
-    return it->second;
+  ScratchLease lease;
+  Scratch& scratch = *lease;
+  std::vector<Node*> stack;
+  auto visit = [&](Node* node) -> NodeTask& {
+    bool made = false;
+    NodeTask& task = scratch.task(node, made);
+    if (made) stack.push_back(node);
+    return task;
   };
   for (const Edge& root : roots) {
-    if (root.node) task_for(root.node.get());
+    if (root.node) visit(root.node.get());
   }
   // Count, for each node, the edges that lead into it.
-  while (!to_visit.empty()) {
-    Node* node = to_visit.back();
-    to_visit.pop_back();
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
     for (const Edge& edge : node->next_edges()) {
-      if (edge.node) ++task_for(edge.node.get()).pending;
+      if (edge.node) ++visit(edge.node.get()).pending;
     }
   }
   std::vector<Node*> ready;
   for (size_t i = 0; i < roots.size(); ++i) {
     if (!roots[i].node) continue;
-    NodeTask& task = tasks.at(roots[i].node.get());
+    NodeTask& task = scratch.existing(roots[i].node.get());
     accumulate(task.grads, roots[i].input_nr, root_grads[i]);
-    if (task.pending == 0 && task.grads.size() != 0) {
+    if (task.pending == 0) {
       ready.push_back(roots[i].node.get());
       task.pending = UINT32_MAX;  // queued once even if it is several roots
     }
   }
 
-  std::unordered_map<const Node*, size_t> sink_index;
-  for (size_t i = 0; i < sinks.size(); ++i) sink_index.emplace(sinks[i], i);
   std::vector<Tensor> results(sinks.size());
-
   while (!ready.empty()) {
     Node* node = ready.back();
     ready.pop_back();
-    NodeTask& task = tasks.at(node);
-    if (auto sink = sink_index.find(node); sink != sink_index.end()) {
-      results[sink->second] = task.grads[0];
+    NodeTask& task = scratch.existing(node);
+    for (size_t s = 0; s < sinks.size(); ++s) {
+      if (sinks[s] == node) results[s] = task.grads[0];
     }
     std::vector<Tensor> grads_in;
     bool any_defined = false;
@@ -75,7 +159,7 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots,
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& edge = edges[i];
       if (!edge.node) continue;
-      NodeTask& next = tasks.at(edge.node.get());
+      NodeTask& next = scratch.existing(edge.node.get());
       if (i < grads_in.size() && grads_in[i].defined()) {
         accumulate(next.grads, edge.input_nr, std::move(grads_in[i]));
       }

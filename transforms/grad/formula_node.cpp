@@ -35,7 +35,7 @@ const IValue& BackwardContext::arg(size_t arg) const { return node_.args_.at(arg
 const Tensor& BackwardContext::output(size_t i) const {
   STRATA_CHECK(node_.derivative_.saved_outputs >> i & 1u, node_.name().c_str(),
                "derivative formula read output ", i, " without listing it in saved_outputs");
-  return node_.outputs_.at(i);
+  return node_.outputs_.at(i).saved;
 }
 
 IntArrayRef BackwardContext::input_sizes(size_t arg, size_t element) const {
@@ -84,8 +84,8 @@ void BackwardContext::set_list_grad(size_t arg, size_t element, Tensor grad) {
 
 FormulaNode::FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level,
                          std::vector<Edge> next_edges, std::vector<IValue> args,
-                         std::vector<uint16_t> first_slot, std::vector<TensorMeta> slots,
-                         std::vector<Tensor> outputs, std::vector<TensorMeta> output_meta)
+                         SlotIndex first_slot, std::vector<TensorMeta> slots,
+                         std::vector<OutputInfo> outputs)
     : Node(std::move(next_edges)),
       op_(op),
       derivative_(derivative),
@@ -93,29 +93,28 @@ FormulaNode::FormulaNode(const OperatorHandle& op, const Derivative& derivative,
       args_(std::move(args)),
       first_slot_(std::move(first_slot)),
       slots_(std::move(slots)),
-      outputs_(std::move(outputs)),
-      output_meta_(std::move(output_meta)) {
+      outputs_(std::move(outputs)) {
   saved_versions_ = current_versions();
 }
 
 std::string FormulaNode::name() const { return op_.operator_name().to_string(); }
 
-std::vector<uint32_t> FormulaNode::current_versions() const {
-  std::vector<uint32_t> versions;
+FormulaNode::Versions FormulaNode::current_versions() const {
+  Versions versions;
   for (const IValue& a : args_) {
     if (a.is_tensor() && a.to_tensor().defined()) versions.push_back(a.to_tensor().version());
     if (a.is_tensor_list()) {
       for (const Tensor& t : a.to_tensor_list()) versions.push_back(t.version());
     }
   }
-  for (const Tensor& t : outputs_) {
-    if (t.defined()) versions.push_back(t.version());
+  for (const OutputInfo& out : outputs_) {
+    if (out.saved.defined()) versions.push_back(out.saved.version());
   }
   return versions;
 }
 
 void FormulaNode::check_saved_versions() const {
-  std::vector<uint32_t> now = current_versions();
+  const Versions now = current_versions();
   if (now == saved_versions_) return;
   // Find the culprit for the message.
   size_t index = 0;
@@ -138,14 +137,14 @@ void FormulaNode::check_saved_versions() const {
     }
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
-    if (outputs_[i].defined()) report(outputs_[i], "output " + std::to_string(i));
+    if (outputs_[i].saved.defined()) report(outputs_[i].saved, "output " + std::to_string(i));
   }
 }
 
 std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>& grads_out) {
   check_saved_versions();
   for (size_t i = 0; i < grads_out.size(); ++i) {
-    const TensorMeta& meta = output_meta_[i];
+    const TensorMeta& meta = outputs_[i].meta;
     if (!grads_out[i].defined() && is_floating_point(meta.dtype)) {
       grads_out[i] = zeros(meta.sizes, meta.dtype);
     }

@@ -16,36 +16,43 @@ struct TensorMeta {
   bool needs_grad = false;
 };
 
+struct OutputInfo {
+  TensorMeta meta;
+  Tensor saved;  // undefined unless the formula reads it
+};
+
+// Per argument: its first tensor slot, or kNoSlot.
+using SlotIndex = SmallVector<uint16_t, 8>;
+
 // The backward node of one call of an op with a Derivative: it keeps the
 // arguments and outputs the formula reads (unwrapped to the level below the
 // grad level), their versions, and the shapes of every tensor argument.
 class FormulaNode final : public Node {
  public:
   FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level,
-              std::vector<Edge> next_edges, std::vector<IValue> args,
-              std::vector<uint16_t> first_slot, std::vector<TensorMeta> slots,
-              std::vector<Tensor> outputs, std::vector<TensorMeta> output_meta);
+              std::vector<Edge> next_edges, std::vector<IValue> args, SlotIndex first_slot,
+              std::vector<TensorMeta> slots, std::vector<OutputInfo> outputs);
 
   std::vector<Tensor> apply(std::vector<Tensor>& grads_out) override;
-  uint32_t num_outputs() const override { return static_cast<uint32_t>(output_meta_.size()); }
+  uint32_t num_outputs() const override { return static_cast<uint32_t>(outputs_.size()); }
   std::string name() const override;
 
   static constexpr uint16_t kNoSlot = UINT16_MAX;
 
  private:
   friend class BackwardContext;
+  using Versions = SmallVector<uint32_t, 6>;
   void check_saved_versions() const;
-  std::vector<uint32_t> current_versions() const;
+  Versions current_versions() const;
 
   OperatorHandle op_;
   Derivative derivative_;
   int64_t level_;
   std::vector<IValue> args_;
-  std::vector<uint16_t> first_slot_;  // per argument: its first tensor slot, or kNoSlot
-  std::vector<TensorMeta> slots_;     // per tensor argument (list elements flattened)
-  std::vector<Tensor> outputs_;       // saved outputs; others undefined
-  std::vector<TensorMeta> output_meta_;
-  std::vector<uint32_t> saved_versions_;
+  SlotIndex first_slot_;
+  std::vector<TensorMeta> slots_;  // per tensor argument (list elements flattened)
+  std::vector<OutputInfo> outputs_;
+  Versions saved_versions_;
 };
 
 }  // namespace strata::autograd
