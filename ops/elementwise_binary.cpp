@@ -207,17 +207,24 @@ void div_backward(BackwardContext& c) {
   if (c.needs_grad(1)) c.set_grad(1, -(c.grad() * c.output()) / other);
 }
 
+// Both partials read the base in the dtype the kernel computed in (an Int64 base
+// with a Float64 exponent computes in Float64).
 void pow_backward(BackwardContext& c) {
-  const Tensor& base = c.input(0);
-  const Tensor& exponent = c.input(1);
+  const ScalarType dtype = c.grad().dtype();
+  const Tensor base = c.input(0).to(dtype);
+  const Tensor exponent = c.input(1).to(dtype);
+  const Tensor at_zero = base == 0.0;
   if (c.needs_grad(0)) {
-    Tensor d = exponent * base.pow(exponent - 1.0);
-    c.set_grad(0, c.grad() * where(exponent == 0.0, zeros_like(d), d));
+    // d/dx x^e = e x^(e-1). x^e is discontinuous at 0^0; taking the base as 1 there
+    // gives 0 instead of 0 * inf, which an outer grad would also multiply in.
+    const Tensor safe_base = where(at_zero.logical_and(exponent == 0.0), ones_like(base), base);
+    c.set_grad(0, c.grad() * exponent * safe_base.pow(exponent - 1.0));
   }
   if (c.needs_grad(1)) {
-    // d/de x^e = x^e log x, taken as 0 at x = 0 (the limit for e > 0).
-    Tensor d = c.output() * base.log();
-    c.set_grad(1, c.grad() * where(base == 0.0, zeros_like(d), d));
+    // d/de x^e = x^e log x, which is 0 at x = 0 (the limit for e > 0): the log is
+    // taken of 1 there, so no -inf reaches an outer grad either.
+    const Tensor safe_base = where(at_zero, ones_like(base), base);
+    c.set_grad(1, c.grad() * c.output() * safe_base.log());
   }
 }
 

@@ -232,7 +232,9 @@ constexpr uint32_t kOutput = args(0);
 void neg_backward(BackwardContext& c) { c.set_grad(0, -c.grad()); }
 
 // gelu(x) = x * Phi(x), so d/dx = Phi(x) + x * phi(x). Phi is read off the
-// output as gelu(x) / x (1/2 at 0) rather than needing erf as an op; the tanh
+// output as gelu(x) / x rather than needing erf as an op. At 0 it is taken as
+// 1/2 + x * phi(x), Phi's value and slope there, so that an outer grad is right
+// at 0 too; dividing by 1 there keeps 0 / 0 out of its backward. The tanh
 // approximation differentiates through tanh.
 void gelu_backward(BackwardContext& c) {
   const Tensor& x = c.input(0);
@@ -247,7 +249,8 @@ void gelu_backward(BackwardContext& c) {
   }
   constexpr double kInvSqrt2Pi = 0.3989422804014327;
   Tensor pdf = (x.square() * -0.5).exp() * kInvSqrt2Pi;
-  Tensor cdf = where(x == 0.0, full_like(x, 0.5), c.output() / x);
+  Tensor at_zero = x == 0.0;
+  Tensor cdf = where(at_zero, x * pdf + 0.5, c.output() / where(at_zero, ones_like(x), x));
   c.set_grad(0, c.grad() * (cdf + x * pdf));
 }
 

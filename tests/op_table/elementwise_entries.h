@@ -52,6 +52,15 @@ inline std::vector<Sample> in_place_samples(std::vector<Sample> samples) {
   return samples;
 }
 
+// An entry with no derivative to check: its result is Bool or integer, or
+// piecewise constant (sign), so zero wherever a derivative exists.
+inline OpInfo without_gradient(OpInfo info) {
+  info.differentiable = false;
+  info.forward_ad = false;
+  info.twice_differentiable = false;
+  return info;
+}
+
 // The harness picks tolerances by the entry's dtype; an Int64 or Bool entry whose
 // results can be floating (float math, true division, a float operand) needs the
 // Float32 tolerance there. Integer results stay far below it (small values).

@@ -3,6 +3,7 @@
 // random ops have no loop reference and are tested in tests/ops/random_test.cpp.
 #include <sstream>
 
+#include "tests/op_table/elementwise_entries.h"
 #include "tests/op_table/op_info.h"
 #include "tests/op_table/reference.h"
 #include "tests/op_table/samples.h"
@@ -22,11 +23,8 @@ OpInfo factory_entry(std::string name, std::vector<ScalarType> dtypes,
       [reference](const std::vector<Tensor>&, const Stack& args) {
         return std::vector<Tensor>{reference(args)};
       });
-  info.differentiable = false;
-  info.forward_ad = false;
-  info.twice_differentiable = false;
   info.batching_rule = false;
-  return info;
+  return without_gradient(std::move(info));
 }
 
 std::optional<ScalarType> dtype_arg(const IValue& v) {
@@ -229,10 +227,7 @@ OpInfo like_entry(std::string name, std::vector<ScalarType> dtypes,
         map_unary(in[0], dtype.value_or(in[0].dtype()), [value](double) { return value; })};
   };
   // The output does not depend on like's values.
-  info.differentiable = false;
-  info.forward_ad = false;
-  info.twice_differentiable = false;
-  return info;
+  return without_gradient(std::move(info));
 }
 
 void add_like_entries(std::vector<OpInfo>& infos) {

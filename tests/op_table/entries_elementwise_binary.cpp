@@ -207,7 +207,7 @@ STRATA_OP_INFOS(elementwise_binary) {
   // nothing to differentiate.
   for (OpInfo& info : infos) {
     if (std::none_of(info.dtypes.begin(), info.dtypes.end(), is_floating_point)) {
-      info.differentiable = info.forward_ad = info.twice_differentiable = false;
+      info = without_gradient(std::move(info));
     }
   }
   return infos;

@@ -31,10 +31,7 @@ OpInfo comparison_entry(std::string name, BinaryFn op, Predicate p) {
     return std::vector<Tensor>{
         map_binary(in[0], in[1], kBool, [&](double a, double b) { return p(a, b) ? 1.0 : 0.0; })};
   };
-  info.differentiable = false;
-  info.forward_ad = false;
-  info.twice_differentiable = false;
-  return info;
+  return without_gradient(std::move(info));
 }
 
 // x compared with a number through the C++ operator (a wrapped number).
