@@ -4,10 +4,11 @@
 namespace st = strata;
 
 int main() {
-  st::Tensor x = st::tensor({1.0, 2.0, 3.0, 4.0}, {2, 2});   // Float64, shape [2, 2]
-  st::Tensor row = st::tensor({10.0, 20.0}, {2});
-  std::cout << x * x + row << "\n";                           // broadcasting
-  auto add = st::Dispatcher::singleton().findSchemaOrThrow("strata::add", "Tensor")
-                 .typed<st::Tensor(const st::Tensor&, const st::Tensor&, const st::Scalar&)>();
-  std::cout << add.call(x, x, 2) << "\n";                     // x + 2 * x, through a typed handle
+  auto f = [](const st::Tensor& x) { return (x.sin() * x * x).sum(); };
+  st::Tensor x = st::tensor({0.5, 1.0, 2.0}, {3});            // Float64, shape [3]
+  std::cout << st::grad(f)(x) << "\n";                        // cos(x) x^2 + 2 x sin(x)
+  auto df = [&](const st::Tensor& t) { return st::grad(f)(t).sum(); };
+  std::cout << st::grad(df)(x) << "\n";                       // the diagonal of the Hessian
+  auto [y, vjp_fn] = st::vjp([](const st::Tensor& t) { return t.exp(); }, x);
+  std::cout << std::get<0>(vjp_fn(st::ones_like(y))) << "\n"; // exp(x)
 }
