@@ -73,18 +73,22 @@ void mean_backward(BackwardContext& c) {
 }
 
 // d prod / d x_i is the product of the other elements of x_i's group: prod / x_i
-// when the group has no zero. Taking the product of the nonzero elements instead
-// keeps it exact with zeros and never divides by one: a group's only zero gets
-// that product and its other elements 0 (their "others" include the zero); with
-// two or more zeros every element gets 0. The second order is exact away from
-// zeros: at a single zero it misses the dependence of the other elements'
-// gradients on the zero.
+// when the group has no zero. Splitting the group into its nonzero elements
+// (product P) and its zeros (product Z) never divides by zero: a nonzero x_i gets
+// P / x_i * Z, and a zero gets P times the product of the other zeros (1 for an
+// only zero, else 0). The values are exact for any number of zeros; so are the
+// second derivatives up to one zero per group, Z carrying the dependence of the
+// other elements' gradients on that zero (with several zeros, the gradients of
+// zeros miss their dependence on each other).
 Tensor prod_derivative(const Tensor& x, const std::optional<int64_t>& dim) {
+  auto group_prod = [&](const Tensor& t) { return dim ? t.prod(*dim, true) : t.prod(); };
   Tensor zero = x == 0.0;
-  Tensor nonzero = where(zero, ones_like(x), x);
-  Tensor others = dim ? nonzero.prod(*dim, true) : nonzero.prod();
-  Tensor zeros_in_group = dim ? zero.sum({*dim}, true) : zero.sum();
-  return where(zero, others * (zeros_in_group == 1), others / nonzero * (zeros_in_group == 0));
+  Tensor ones = ones_like(x);
+  Tensor nonzero = where(zero, ones, x);
+  Tensor nonzero_prod = group_prod(nonzero);
+  Tensor only_zero = (dim ? zero.sum({*dim}, true) : zero.sum()) == 1;
+  return where(zero, nonzero_prod * only_zero,
+               nonzero_prod / nonzero * group_prod(where(zero, x, ones)));
 }
 
 void prod_backward(BackwardContext& c) {

@@ -77,6 +77,7 @@ struct SampleOptions {
   DimArgs dim_args = DimArgs::List;
   bool needs_values = false;  // no identity: skip groups of zero elements
   bool near_one = false;      // products: keep large inputs near 1 so they stay finite
+  bool zeros = false;         // products: groups holding a zero
 };
 
 bool accepts(DimArgs kind, const ReductionCase& c) {
@@ -137,6 +138,20 @@ std::vector<Sample> reduction_samples(ScalarType dtype, SampleOptions options) {
         {describe(c.sizes, to_string(c.layout), c.dims, c.keepdim),
          {make_tensor(c.sizes, dtype, c.layout, bounded ? 0.9 : -2.0, bounded ? 1.1 : 2.0)},
          dim_args(options.dim_args, c.dims, c.keepdim)});
+  }
+  if (options.zeros) {
+    // One zero in some groups, which prod's derivative must not divide by.
+    const Tensor one_zero =
+        from_values({0.5, -1.5, 1.2, 0.8, 1.1, 0.7, 0, -0.9, 1.3, -1.2, 0.6, 1.4}, {3, 4}, dtype);
+    for (const ReductionCase& c :
+         std::vector<ReductionCase>{{{3, 4}, Layout::Contiguous, {1}, false},
+                                    {{3, 4}, Layout::Contiguous, {0}, true},
+                                    {{3, 4}, Layout::Contiguous, {}, false}}) {
+      if (!accepts(options.dim_args, c)) continue;
+      samples.push_back({describe(c.sizes, "one zero", c.dims, c.keepdim),
+                         {one_zero},
+                         dim_args(options.dim_args, c.dims, c.keepdim)});
+    }
   }
   if (is_floating_point(dtype)) {
     for (const ReductionCase& c :
@@ -267,6 +282,61 @@ OpInfo extremum_dim_entry(std::string name) {
   return info;
 }
 
+// A group that attains its max or min more than once (an expanded input reduced
+// along its stride-0 dim) is a kink of max and min, and a constant group one of
+// std: there the op has no derivative. Finite differences see 1/2 for each tied
+// element, where any gradient adds up to 1 (ours splits it evenly), and the
+// gradient jumps next to the kink. Finite differences move values by a few
+// eps = 1e-6 (along random directions), so a value within kNearTie of the
+// extremum is as good as a tie (large groups have such near ties).
+using KinkTest = std::function<bool(const Group&)>;
+constexpr double kNearTie = 1e-5;
+
+template <bool kMax>
+bool extremum_tied(const Group& v) {
+  const double e = ref_extremum<kMax>(v);
+  return std::count_if(v.begin(), v.end(),
+                       [&](double x) { return x == e || std::abs(x - e) <= kNearTie; }) > 1;
+}
+bool abs_max_tied(const Group& v) {
+  Group abs(v.size());
+  std::transform(v.begin(), v.end(), abs.begin(), [](double x) { return std::abs(x); });
+  return extremum_tied<true>(abs);
+}
+bool constant_group(const Group& v) {
+  return v.size() > 1 && std::all_of(v.begin(), v.end(), [&](double x) { return x == v[0]; });
+}
+
+// Splits the samples at a kink off into an entry "<name>(ties)" of their own,
+// still checked forward, whose gradient checks must fail.
+std::vector<OpInfo> split_at_kinks(OpInfo info, DimArgs kind, KinkTest at_kink) {
+  auto at_a_kink = [kind, at_kink](const Sample& s) {
+    const Tensor kinks = reference_reduce(s.inputs[0], kind, s.args, kFloat64,
+                                          [&](const Group& g) { return at_kink(g) ? 1.0 : 0.0; });
+    const std::vector<double> flags = kinks.to_vector<double>();
+    return std::count(flags.begin(), flags.end(), 1.0) > 0;
+  };
+  auto samples_where = [all = info.samples, at_a_kink](bool kinked) {
+    return [=](ScalarType dtype) {
+      std::vector<Sample> kept;
+      for (Sample& s : all(dtype)) {
+        if (at_a_kink(s) == kinked) kept.push_back(std::move(s));
+      }
+      return kept;
+    };
+  };
+  OpInfo ties = info;
+  ties.name += "(ties)";
+  ties.samples = samples_where(true);
+  for (Check check : {Check::Grad, Check::GradGrad}) {
+    ties.expected_failures.push_back(
+        {check, std::nullopt,
+         "every sample is at a kink (tied values), where no derivative exists"});
+  }
+  info.samples = samples_where(false);
+  return {std::move(info), std::move(ties)};
+}
+
 // Index outputs have no derivative.
 OpInfo not_differentiable(OpInfo info) {
   info.differentiable = false;
@@ -298,28 +368,39 @@ STRATA_OP_INFOS(reduction) {
       "mean(all)", floating, all, [](const Tensor& x, const Stack&) { return x.mean(); },
       &ref_mean));
   infos.push_back(value_entry(
-      "prod(all)", all_dtypes(), {DimArgs::None, false, true},
+      "prod(all)", all_dtypes(), {DimArgs::None, false, true, true},
       [](const Tensor& x, const Stack&) { return x.prod(); }, &ref_prod, &widened));
   infos.push_back(value_entry(
-      "prod.dim", all_dtypes(), {DimArgs::Single, false, true},
+      "prod.dim", all_dtypes(), {DimArgs::Single, false, true, true},
       [](const Tensor& x, const Stack& a) { return x.prod(a[0].to_int(), keepdim_of(a)); },
       &ref_prod, &widened));
-  infos.push_back(value_entry(
-      "amax", all_dtypes(), list_nonempty,
-      [](const Tensor& x, const Stack& a) { return x.amax(dims_of(a), keepdim_of(a)); },
-      &ref_extremum<true>));
-  infos.push_back(value_entry(
-      "amin", all_dtypes(), list_nonempty,
-      [](const Tensor& x, const Stack& a) { return x.amin(dims_of(a), keepdim_of(a)); },
-      &ref_extremum<false>));
-  infos.push_back(value_entry(
-      "max(all)", all_dtypes(), all_nonempty, [](const Tensor& x, const Stack&) { return x.max(); },
-      &ref_extremum<true>));
-  infos.push_back(value_entry(
-      "min(all)", all_dtypes(), all_nonempty, [](const Tensor& x, const Stack&) { return x.min(); },
-      &ref_extremum<false>));
-  infos.push_back(extremum_dim_entry<true>("max.dim"));
-  infos.push_back(extremum_dim_entry<false>("min.dim"));
+  auto add = [&infos](std::vector<OpInfo> entries) {
+    for (OpInfo& info : entries) infos.push_back(std::move(info));
+  };
+  add(split_at_kinks(
+      value_entry(
+          "amax", all_dtypes(), list_nonempty,
+          [](const Tensor& x, const Stack& a) { return x.amax(dims_of(a), keepdim_of(a)); },
+          &ref_extremum<true>),
+      DimArgs::List, &extremum_tied<true>));
+  add(split_at_kinks(
+      value_entry(
+          "amin", all_dtypes(), list_nonempty,
+          [](const Tensor& x, const Stack& a) { return x.amin(dims_of(a), keepdim_of(a)); },
+          &ref_extremum<false>),
+      DimArgs::List, &extremum_tied<false>));
+  add(split_at_kinks(
+      value_entry(
+          "max(all)", all_dtypes(), all_nonempty,
+          [](const Tensor& x, const Stack&) { return x.max(); }, &ref_extremum<true>),
+      DimArgs::None, &extremum_tied<true>));
+  add(split_at_kinks(
+      value_entry(
+          "min(all)", all_dtypes(), all_nonempty,
+          [](const Tensor& x, const Stack&) { return x.min(); }, &ref_extremum<false>),
+      DimArgs::None, &extremum_tied<false>));
+  add(split_at_kinks(extremum_dim_entry<true>("max.dim"), DimArgs::Single, &extremum_tied<true>));
+  add(split_at_kinks(extremum_dim_entry<false>("min.dim"), DimArgs::Single, &extremum_tied<false>));
   auto optional_dim = [](const Stack& a) {
     return a[0].is_none() ? std::nullopt : std::optional<int64_t>(a[0].to_int());
   };
@@ -344,19 +425,25 @@ STRATA_OP_INFOS(reduction) {
           return x.var(dims_of(a), correction, keepdim_of(a));
         },
         [=](const Group& v) { return ref_var(v, correction); }));
-    infos.push_back(value_entry(
-        "std" + suffix, floating, list,
-        [=](const Tensor& x, const Stack& a) {
-          return x.std(dims_of(a), correction, keepdim_of(a));
-        },
-        [=](const Group& v) { return std::sqrt(ref_var(v, correction)); }));
+    add(split_at_kinks(value_entry(
+                           "std" + suffix, floating, list,
+                           [=](const Tensor& x, const Stack& a) {
+                             return x.std(dims_of(a), correction, keepdim_of(a));
+                           },
+                           [=](const Group& v) { return std::sqrt(ref_var(v, correction)); }),
+                       DimArgs::List, &constant_group));
   }
   for (double p : {2.0, 1.0, kInf}) {
     const std::string name = p == 2.0 ? "norm" : p == 1.0 ? "norm(p=1)" : "norm(p=inf)";
-    infos.push_back(value_entry(
+    OpInfo info = value_entry(
         name, floating, std::isinf(p) ? list_nonempty : list,
         [=](const Tensor& x, const Stack& a) { return x.norm(p, dims_of(a), keepdim_of(a)); },
-        [=](const Group& v) { return ref_norm(v, p); }));
+        [=](const Group& v) { return ref_norm(v, p); });
+    if (std::isinf(p)) {
+      add(split_at_kinks(std::move(info), DimArgs::List, &abs_max_tied));
+    } else {
+      infos.push_back(std::move(info));
+    }
   }
   return infos;
 }
