@@ -2,6 +2,7 @@
 // reduction.cpp. sum() and mean() over every dim are composites of the dim-list
 // overloads; argmax and argmin have integer outputs only and need none.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "dispatcher/library.h"
@@ -60,8 +61,9 @@ Folded folded_dim_list(const BackwardContext& c) {
 // Ops over every dim, without a dim argument.
 Folded folded_all(const BackwardContext& c) { return Folded(c.input_sizes(0), {}, false); }
 
-// Every element of a group receives the group's gradient. This is also the
-// formula every broadcast gradient goes through (sum_to), so it stays views.
+// Every element of a group receives the group's gradient. sum_to reduces every
+// broadcast gradient with this op, so higher orders run through this formula
+// everywhere: it stays views (unsqueeze, expand).
 void sum_backward(BackwardContext& c) {
   c.set_grad(0, folded_dim_list(c).restore(c.grad()).expand(c.input_sizes(0)));
 }
