@@ -1,5 +1,6 @@
-// linear on the CPU: one GEMM (kernels/cpu/gemm.h) per block of rows, blocks in
-// parallel.
+// linear on the CPU: one GEMM (kernels/cpu/gemm.h) per thread's block of rows.
+// Blocks are as few as the threads: every GEMM call packs the whole weight
+// again, so many small blocks would spend their time copying it.
 #include "kernels/cpu/linear.h"
 
 #include <Eigen/Core>
@@ -13,8 +14,8 @@
 namespace strata::cpu {
 namespace {
 
-// Below this many flops per row block the TBB overhead would dominate.
-constexpr int64_t kGemmGrainFlops = int64_t{1} << 20;
+// Below this many flops per block a second thread costs more than it saves.
+constexpr int64_t kGemmGrainFlops = int64_t{1} << 22;
 
 template <class T>
 void linear(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor* bias,
@@ -27,16 +28,18 @@ void linear(const Tensor& out, const Tensor& input, const Tensor& weight, const 
   T* y = out.data_ptr<T>();
   const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
   const int64_t row_flops = std::max<int64_t>(1, 2 * in_features * out_features);
-  parallel_for(
-      0, rows, std::max<int64_t>(1, kGemmGrainFlops / row_flops), [&](int64_t begin, int64_t end) {
-        // rows [R, in] @ weight^T [in, out]
-        gemm<T>(end - begin, out_features, in_features, T(1), x + begin * in_features, in_features,
-                1, w, 1, in_features, T(0), y + begin * out_features, out_features);
-        if (b != nullptr) {
-          Eigen::Map<Matrix> result(y + begin * out_features, end - begin, out_features);
-          result.rowwise() += Eigen::Map<const RowVector>(b, out_features);
-        }
-      });
+  const int64_t blocks =
+      std::clamp<int64_t>(rows * row_flops / kGemmGrainFlops, 1, std::max(1, num_threads()));
+  const int64_t block_rows = std::max<int64_t>(1, (rows + blocks - 1) / blocks);
+  parallel_for(0, rows, block_rows, [&](int64_t begin, int64_t end) {
+    // rows [R, in] @ weight^T [in, out]
+    gemm<T>(end - begin, out_features, in_features, T(1), x + begin * in_features, in_features, 1,
+            w, 1, in_features, T(0), y + begin * out_features, out_features);
+    if (b != nullptr) {
+      Eigen::Map<Matrix> result(y + begin * out_features, end - begin, out_features);
+      result.rowwise() += Eigen::Map<const RowVector>(b, out_features);
+    }
+  });
 }
 
 }  // namespace
