@@ -89,7 +89,9 @@ DispatchTraceScope::DispatchTraceScope(const OperatorHandle& op, DispatchKeySet 
   line << std::string(static_cast<size_t>(2 * tls_trace_depth), ' ')
        << (redispatch ? "[redispatch] " : "[call] ") << op.operator_name().to_string()
        << " key=" << keys.highest();
-  if (g_trace_context) line << ' ' << g_trace_context();
+  if (g_trace_context) {
+    if (std::string context = g_trace_context(); !context.empty()) line << ' ' << context;
+  }
   line << '\n';
   (g_trace_stream ? *g_trace_stream : std::cerr) << line.str();
   ++tls_trace_depth;

@@ -36,18 +36,20 @@ TEST_F(DispatchTable, OnlyCompositeImplicitServesBackendAndAutograd) {
   EXPECT_EQ(run(DispatchKeySet(DispatchKey::Batched)), Log{kImplicit});
 }
 
-TEST_F(DispatchTable, BackendKernelBeatsCompositeImplicitAndDisablesItForAutograd) {
+// The Autograd keys have the grad transform's fallback, so the "no kernel" cases
+// use Functionalize, which resolves the same way and has no fallback yet.
+TEST_F(DispatchTable, BackendKernelBeatsCompositeImplicitAndDisablesItAboveTheBackend) {
   libs_.defs().def("op(Tensor x) -> Tensor", &logging_kernel<kImplicit>);
   libs_.at(DispatchKey::CPU).impl("op", &logging_kernel<kCpu>);
   EXPECT_EQ(run(), Log{kCpu});
-  // With a real backend kernel the decomposition is not used for autograd; with
-  // no autograd kernel or fallback the call is an error naming the key.
-  std::string message = error_message([&] { run(DispatchKeySet(DispatchKey::AutogradCPU)); });
-  EXPECT_NE(message.find("no kernel for dispatch key AutogradCPU"), std::string::npos) << message;
+  // With a real backend kernel the decomposition is not used by the transform
+  // keys; with no kernel or fallback there the call is an error naming the key.
+  std::string message = error_message([&] { run(DispatchKeySet(DispatchKey::Functionalize)); });
+  EXPECT_NE(message.find("no kernel for dispatch key Functionalize"), std::string::npos) << message;
   EXPECT_NE(message.find("CPU, CompositeImplicitAutograd"), std::string::npos) << message;
-  // An autograd fallthrough passes the call on to the backend kernel.
-  libs_.fallback_at(DispatchKey::AutogradCPU).fallback(KernelFunction::fallthrough());
-  EXPECT_EQ(run(DispatchKeySet(DispatchKey::AutogradCPU)), Log{kCpu});
+  // A fallthrough passes the call on to the backend kernel.
+  libs_.fallback_at(DispatchKey::Functionalize).fallback(KernelFunction::fallthrough());
+  EXPECT_EQ(run(DispatchKeySet(DispatchKey::Functionalize)), Log{kCpu});
 }
 
 TEST_F(DispatchTable, DirectAutogradCpuKernelBeatsAutogradAlias) {
@@ -65,8 +67,8 @@ TEST_F(DispatchTable, CompositeExplicitServesBackendsAndCallsWithoutTensors) {
   libs_.defs().def("op(Tensor x) -> Tensor");
   libs_.at(DispatchKey::CompositeExplicitAutograd).impl("op", &logging_kernel<kExplicit>);
   EXPECT_EQ(run(), Log{kExplicit});
-  std::string message = error_message([&] { run(DispatchKeySet(DispatchKey::AutogradCPU)); });
-  EXPECT_NE(message.find("AutogradCPU"), std::string::npos) << message;
+  std::string message = error_message([&] { run(DispatchKeySet(DispatchKey::Functionalize)); });
+  EXPECT_NE(message.find("Functionalize"), std::string::npos) << message;
   // An undefined tensor carries no keys: the Undefined slot uses the composite.
   kernel_log().clear();
   call_unary("test::op", Tensor());
