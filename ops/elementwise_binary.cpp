@@ -186,14 +186,14 @@ using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
 
+// other's gradient is grad * alpha (sign < 0 for sub); alpha is nearly always 1,
+// and then the gradient passes through without an op.
+template <int kSign>
 void add_backward(BackwardContext& c) {
   c.set_grad(0, c.grad());
-  if (c.needs_grad(1)) c.set_grad(1, c.grad() * c.scalar_arg(2));
-}
-
-void sub_backward(BackwardContext& c) {
-  c.set_grad(0, c.grad());
-  if (c.needs_grad(1)) c.set_grad(1, c.grad() * -c.scalar_arg(2).to<double>());
+  if (!c.needs_grad(1)) return;
+  const double scale = kSign * c.scalar_arg(2).to<double>();
+  c.set_grad(1, scale == 1.0 ? c.grad() : c.grad() * scale);
 }
 
 void mul_backward(BackwardContext& c) {
@@ -247,8 +247,8 @@ void where_backward(BackwardContext& c) {
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  const KernelFunction add = derivative({.backward = &add_backward});
-  const KernelFunction sub = derivative({.backward = &sub_backward});
+  const KernelFunction add = derivative({.backward = &add_backward<1>});
+  const KernelFunction sub = derivative({.backward = &add_backward<-1>});
   const KernelFunction mul = derivative({.backward = &mul_backward, .saved_inputs = args(0, 1)});
   const KernelFunction div =
       derivative({.backward = &div_backward, .saved_inputs = args(1), .saved_outputs = args(0)});

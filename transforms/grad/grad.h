@@ -112,40 +112,36 @@ class GradTransform {
 
 }  // namespace autograd::detail
 
+namespace autograd::detail {
+// Argnums default to 0.
+template <bool kAux, bool kValue, size_t... I, class F>
+auto make_grad(F f) {
+  if constexpr (sizeof...(I) == 0) {
+    return GradTransform<kAux, kValue, F, 0>(std::move(f));
+  } else {
+    return GradTransform<kAux, kValue, F, I...>(std::move(f));
+  }
+}
+}  // namespace autograd::detail
+
 // d f / d(argument I...) of a function returning a 0-dim floating-point tensor.
 // One argnum: the gradient has the argument's tree shape; several: a std::tuple.
 template <size_t... I, class F>
 auto grad(F f) {
-  if constexpr (sizeof...(I) == 0) {
-    return autograd::detail::GradTransform<false, false, F, 0>(std::move(f));
-  } else {
-    return autograd::detail::GradTransform<false, false, F, I...>(std::move(f));
-  }
+  return autograd::detail::make_grad<false, false, I...>(std::move(f));
 }
 template <size_t... I, class F>
 auto grad(F f, HasAux) {
-  if constexpr (sizeof...(I) == 0) {
-    return autograd::detail::GradTransform<true, false, F, 0>(std::move(f));
-  } else {
-    return autograd::detail::GradTransform<true, false, F, I...>(std::move(f));
-  }
+  return autograd::detail::make_grad<true, false, I...>(std::move(f));
 }
 // std::pair{gradient, value} (with has_aux: {gradient, {value, aux}}).
 template <size_t... I, class F>
 auto grad_and_value(F f) {
-  if constexpr (sizeof...(I) == 0) {
-    return autograd::detail::GradTransform<false, true, F, 0>(std::move(f));
-  } else {
-    return autograd::detail::GradTransform<false, true, F, I...>(std::move(f));
-  }
+  return autograd::detail::make_grad<false, true, I...>(std::move(f));
 }
 template <size_t... I, class F>
 auto grad_and_value(F f, HasAux) {
-  if constexpr (sizeof...(I) == 0) {
-    return autograd::detail::GradTransform<true, true, F, 0>(std::move(f));
-  } else {
-    return autograd::detail::GradTransform<true, true, F, I...>(std::move(f));
-  }
+  return autograd::detail::make_grad<true, true, I...>(std::move(f));
 }
 
 // The vector-Jacobian product function of f at `primals`, callable any number
