@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "tensor/allocator.h"
 #include "tensor/device.h"
 #include "tensor/generator.h"
 #include "tensor/scalar.h"
@@ -94,7 +95,8 @@ const char* to_string(IValue::Tag tag);
 // Short description for traces and errors: "Tensor[2, 3] Float32", "1.5", "[0, 1]".
 std::ostream& operator<<(std::ostream& out, const IValue& v);
 
-// Operators' boxed arguments, pushed in schema order; results replace them.
-using Stack = std::vector<IValue>;
+// Operators' boxed arguments, pushed in schema order; results replace them. One
+// is made per boxed call, so its memory comes from the per-thread cache.
+using Stack = std::vector<IValue, CachedAllocator<IValue>>;
 
 }  // namespace strata

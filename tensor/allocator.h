@@ -46,6 +46,19 @@ bool cpu_allocator_caching();
 void* cached_host_allocate(size_t nbytes);
 void cached_host_deallocate(void* ptr, size_t nbytes);
 
+// A std allocator over that cache, for containers made and freed on every op
+// (boxed argument stacks, autograd nodes).
+template <class T>
+struct CachedAllocator {
+  using value_type = T;
+  CachedAllocator() = default;
+  template <class U>
+  CachedAllocator(const CachedAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(cached_host_allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { cached_host_deallocate(p, n * sizeof(T)); }
+  friend bool operator==(const CachedAllocator&, const CachedAllocator&) { return true; }
+};
+
 // Frees every cached block of the calling thread and the shared cache.
 void release_cpu_allocator_cache();
 

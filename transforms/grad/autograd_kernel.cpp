@@ -36,8 +36,8 @@ bool is_view_op(const OperatorHandle& op) {
 // Tensor slots of the call: each tensor argument, each element of a tensor list.
 struct CallSlots {
   SlotIndex first_slot;
-  std::vector<TensorMeta> slots;
-  std::vector<Edge> edges;
+  NodeVector<TensorMeta> slots;
+  NodeVector<Edge> edges;
   bool any_requires_grad = false;
 };
 
@@ -118,33 +118,32 @@ void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeyS
   if (written) {
     overwritten = stack[first + *written].to_tensor().impl()->value_source()->storage();
   }
-  std::vector<IValue> saved_args(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
+  Stack saved_args;
+  saved_args.reserve(nargs);
   for (size_t i = 0; i < nargs; ++i) {
-    IValue& a = saved_args[i];
+    const IValue& a = stack[first + i];
     const bool keep = derivative.saved_inputs >> i & 1u;
-    if (a.is_tensor()) {
-      if (!keep) {
-        a = IValue();
-        continue;
-      }
+    if (a.is_tensor() && keep) {
       Tensor value = unwrap_at_level(a.to_tensor(), level);
       const bool aliases_target =
           overwritten && value.defined() && value.impl()->value_source()->storage() == overwritten;
       // The clone runs through this level's back fallback, which wraps it here;
       // the node keeps what is below.
-      a = aliases_target ? unwrap_at_level(value.clone(), level) : value;
-    } else if (a.is_tensor_list()) {
-      if (!keep) {
-        a = IValue();
-        continue;
-      }
-      for (Tensor& t : a.to_tensor_list()) t = unwrap_at_level(t, level);
+      saved_args.emplace_back(aliases_target ? unwrap_at_level(value.clone(), level) : value);
+    } else if (a.is_tensor_list() && keep) {
+      std::vector<Tensor> values = a.to_tensor_list();
+      for (Tensor& t : values) t = unwrap_at_level(t, level);
+      saved_args.emplace_back(std::move(values));
+    } else if (a.is_tensor() || a.is_tensor_list()) {
+      saved_args.emplace_back();
+    } else {
+      saved_args.push_back(a);
     }
   }
 
   op.redispatch_boxed(keys & kBelowAutograd, stack);
 
-  std::vector<OutputInfo> outputs;
+  NodeVector<OutputInfo> outputs;
   SmallVector<TensorWrapper*, 4> output_wrappers;
   auto add_output = [&](const Tensor& out, bool keep) {
     TensorWrapper* w = wrapper_at_level(out, level);

@@ -58,13 +58,14 @@ class BackwardContext {
 
  private:
   friend class FormulaNode;
-  BackwardContext(FormulaNode& node, std::vector<Tensor>& grads_out, std::vector<Tensor>& grads_in)
+  using Grads = std::vector<Tensor, CachedAllocator<Tensor>>;
+  BackwardContext(FormulaNode& node, Grads& grads_out, Grads& grads_in)
       : node_(node), grads_out_(grads_out), grads_in_(grads_in) {}
   size_t slot(size_t arg, size_t element) const;
 
   FormulaNode& node_;
-  std::vector<Tensor>& grads_out_;
-  std::vector<Tensor>& grads_in_;
+  Grads& grads_out_;
+  Grads& grads_in_;
 };
 
 using BackwardFormula = void (*)(BackwardContext&);

@@ -11,7 +11,7 @@ namespace {
 struct NodeTask {
   Node* node = nullptr;
   uint32_t pending = 0;  // edges from nodes not yet run
-  std::vector<Tensor> grads;
+  NodeVector<Tensor> grads;
 };
 
 // Per-run bookkeeping: node -> task through an open-addressing table. Kept per
@@ -100,7 +100,7 @@ class ScratchLease {
   std::unique_ptr<Scratch> scratch_;
 };
 
-void accumulate(std::vector<Tensor>& grads, uint32_t index, Tensor grad) {
+void accumulate(NodeVector<Tensor>& grads, uint32_t index, Tensor grad) {
   Tensor& slot = grads[index];
   // Out of place: the sum may itself be differentiated by an outer level.
   slot = slot.defined() ? slot.add(grad) : std::move(grad);
@@ -150,12 +150,12 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots,
     for (size_t s = 0; s < sinks.size(); ++s) {
       if (sinks[s] == node) results[s] = task.grads[0];
     }
-    std::vector<Tensor> grads_in;
+    NodeVector<Tensor> grads_in;
     bool any_defined = false;
     for (const Tensor& g : task.grads) any_defined |= g.defined();
     if (any_defined) grads_in = node->apply(task.grads);
     task.grads.clear();  // frees memory as the pass goes
-    const std::vector<Edge>& edges = node->next_edges();
+    const NodeVector<Edge>& edges = node->next_edges();
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& edge = edges[i];
       if (!edge.node) continue;

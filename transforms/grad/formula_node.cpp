@@ -83,9 +83,8 @@ void BackwardContext::set_list_grad(size_t arg, size_t element, Tensor grad) {
 // ---- FormulaNode ----------------------------------------------------------------
 
 FormulaNode::FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level,
-                         std::vector<Edge> next_edges, std::vector<IValue> args,
-                         SlotIndex first_slot, std::vector<TensorMeta> slots,
-                         std::vector<OutputInfo> outputs)
+                         NodeVector<Edge> next_edges, Stack args, SlotIndex first_slot,
+                         NodeVector<TensorMeta> slots, NodeVector<OutputInfo> outputs)
     : Node(std::move(next_edges)),
       op_(op),
       derivative_(derivative),
@@ -141,7 +140,7 @@ void FormulaNode::check_saved_versions() const {
   }
 }
 
-std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>& grads_out) {
+NodeVector<Tensor> FormulaNode::apply(NodeVector<Tensor>& grads_out) {
   check_saved_versions();
   for (size_t i = 0; i < grads_out.size(); ++i) {
     const TensorMeta& meta = outputs_[i].meta;
@@ -149,7 +148,7 @@ std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>& grads_out) {
       grads_out[i] = zeros(meta.sizes, meta.dtype);
     }
   }
-  std::vector<Tensor> grads_in(slots_.size());
+  NodeVector<Tensor> grads_in(slots_.size());
   BackwardContext context(*this, grads_out, grads_in);
   derivative_.backward(context);
   for (size_t s = 0; s < slots_.size(); ++s) {

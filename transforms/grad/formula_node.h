@@ -30,10 +30,10 @@ using SlotIndex = SmallVector<uint16_t, 8>;
 class FormulaNode final : public Node {
  public:
   FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level,
-              std::vector<Edge> next_edges, std::vector<IValue> args, SlotIndex first_slot,
-              std::vector<TensorMeta> slots, std::vector<OutputInfo> outputs);
+              NodeVector<Edge> next_edges, Stack args, SlotIndex first_slot,
+              NodeVector<TensorMeta> slots, NodeVector<OutputInfo> outputs);
 
-  std::vector<Tensor> apply(std::vector<Tensor>& grads_out) override;
+  NodeVector<Tensor> apply(NodeVector<Tensor>& grads_out) override;
   uint32_t num_outputs() const override { return static_cast<uint32_t>(outputs_.size()); }
   std::string name() const override;
 
@@ -48,10 +48,10 @@ class FormulaNode final : public Node {
   OperatorHandle op_;
   Derivative derivative_;
   int64_t level_;
-  std::vector<IValue> args_;
+  Stack args_;
   SlotIndex first_slot_;
-  std::vector<TensorMeta> slots_;  // per tensor argument (list elements flattened)
-  std::vector<OutputInfo> outputs_;
+  NodeVector<TensorMeta> slots_;  // per tensor argument (list elements flattened)
+  NodeVector<OutputInfo> outputs_;
   Versions saved_versions_;
 };
 

@@ -4,12 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "tensor/allocator.h"
 #include "tensor/intrusive_ptr.h"
 #include "tensor/tensor.h"
 
 namespace strata::autograd {
 
 class Node;
+
+// Containers made with every recorded op take memory from the per-thread cache.
+template <class T>
+using NodeVector = std::vector<T, CachedAllocator<T>>;
 
 // Where a gradient goes: input `input_nr` of `node` (null node: nowhere).
 struct Edge {
@@ -24,25 +29,29 @@ struct Edge {
 // any outer grad level, and free of cycles through wrappers.
 class Node : public RefCounted {
  public:
-  explicit Node(std::vector<Edge> next_edges) : next_edges_(std::move(next_edges)) {}
+  explicit Node(NodeVector<Edge> next_edges) : next_edges_(std::move(next_edges)) {}
+
+  // One node is made per recorded op: from the per-thread cache, like TensorImpl.
+  static void* operator new(size_t nbytes) { return cached_host_allocate(nbytes); }
+  static void operator delete(void* ptr, size_t nbytes) { cached_host_deallocate(ptr, nbytes); }
 
   // grads_out has num_outputs() entries; an undefined one means zero.
-  virtual std::vector<Tensor> apply(std::vector<Tensor>& grads_out) = 0;
+  virtual NodeVector<Tensor> apply(NodeVector<Tensor>& grads_out) = 0;
   virtual uint32_t num_outputs() const = 0;
   // The forward op, for error messages.
   virtual std::string name() const = 0;
 
-  const std::vector<Edge>& next_edges() const { return next_edges_; }
+  const NodeVector<Edge>& next_edges() const { return next_edges_; }
 
  private:
-  std::vector<Edge> next_edges_;
+  NodeVector<Edge> next_edges_;
 };
 
 // Collects the gradient of a leaf: the input a grad transform differentiates.
 class GradSink final : public Node {
  public:
   GradSink() : Node({}) {}
-  std::vector<Tensor> apply(std::vector<Tensor>&) override { return {}; }
+  NodeVector<Tensor> apply(NodeVector<Tensor>&) override { return {}; }
   uint32_t num_outputs() const override { return 1; }
   std::string name() const override { return "GradSink"; }
 };
