@@ -12,8 +12,11 @@ trap 'rm -rf "$work"' EXIT
 cmake --build "$build" --target grad > /dev/null
 "$build/bench/grad" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_format=json > "$work/strata.json" 2> /dev/null
+peer_dir=$(cd "$peer_dir" && pwd)
+# The peer's run.sh picks the Python with torch and libtorch's BLAS (OpenBLAS, OpenMP).
 for threads in 1 2; do
-  OMP_NUM_THREADS=$threads /usr/bin/python3 bench/peer_grad.py "$peer_dir" "$threads" >> "$work/peer.txt"
+  OMP_NUM_THREADS=$threads "$peer_dir/run.sh" "$PWD/bench/peer_grad.py" "$peer_dir" "$threads" \
+    >> "$work/peer.txt"
 done
 
 /usr/bin/python3 - "$work/strata.json" "$work/peer.txt" <<'PY'
