@@ -1,12 +1,12 @@
 // A tour of the reverse-mode transforms: the gradient of an MLP's loss w.r.t. a
 // std::map of its parameters, grad_and_value, a third derivative by nesting, a
 // vector-Jacobian product, and gradcheck on a user function.
+#include <strata/strata.h>
+
 #include <cmath>
 #include <iostream>
 #include <map>
 #include <string>
-
-#include <strata/strata.h>
 
 namespace st = strata;
 using Params = std::map<std::string, st::Tensor>;
@@ -29,8 +29,8 @@ int main() {
   auto [grads, value] = st::grad_and_value(loss)(params, x, y);
   std::cout << "loss " << value.item<double>() << "\n";
   for (const auto& [name, g] : grads) {
-    std::cout << "  d loss / d " << name << ": shape " << st::shape_string(g.sizes())
-              << ", norm " << g.norm().item<double>() << "\n";
+    std::cout << "  d loss / d " << name << ": shape " << st::shape_string(g.sizes()) << ", norm "
+              << g.norm().item<double>() << "\n";
   }
 
   // A few steps of gradient descent.

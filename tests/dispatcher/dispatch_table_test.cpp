@@ -89,11 +89,11 @@ TEST_F(DispatchTable, BackendFallbackHandlesOpsWithoutKernelsAndRedispatches) {
   libs_.defs().def("op(Tensor x) -> Tensor");
   libs_.at(DispatchKey::CPU).impl("op", &logging_kernel<kCpu>);
   libs_.fallback_at(DispatchKey::Functionalize)
-      .fallback(KernelFunction::from_boxed([](const OperatorHandle& op, DispatchKeySet keys,
-                                              Stack& stack) {
-        kernel_log().push_back("fallback:" + op.operator_name().to_string());
-        op.redispatch_boxed(keys & DispatchKeySet::below(DispatchKey::Functionalize), stack);
-      }));
+      .fallback(KernelFunction::from_boxed(
+          [](const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+            kernel_log().push_back("fallback:" + op.operator_name().to_string());
+            op.redispatch_boxed(keys & DispatchKeySet::below(DispatchKey::Functionalize), stack);
+          }));
   EXPECT_EQ(run(DispatchKeySet(DispatchKey::Functionalize)), (Log{"fallback:test::op", kCpu}));
 }
 
@@ -126,7 +126,8 @@ TEST_F(DispatchTable, MissingKernelErrorListsRegisteredKeys) {
   libs_.defs().def("op(Tensor x) -> Tensor");
   libs_.at(DispatchKey::CUDA).impl("op", &logging_kernel<kCpu>);
   std::string message = error_message([&] { run(); });
-  EXPECT_NE(message.find("[test::op] no kernel for dispatch key CPU"), std::string::npos) << message;
+  EXPECT_NE(message.find("[test::op] no kernel for dispatch key CPU"), std::string::npos)
+      << message;
   EXPECT_NE(message.find("kernels are registered for: CUDA"), std::string::npos) << message;
 }
 

@@ -2,7 +2,6 @@
 // dtypes and the level, and leaves the layer stack and the thread-local key
 // sets as they were.
 #include <gtest/gtest.h>
-
 #include <strata/strata.h>
 
 #include "tests/test_support.h"
@@ -40,8 +39,8 @@ TEST_F(GradErrors, NonFloatingOutput) {
 
 TEST_F(GradErrors, IntegerInputToDifferentiate) {
   Tensor labels = tensor(std::vector<int64_t>{1, 2}, {2});
-  std::string m = error_message(
-      [&] { grad([](const Tensor& t) { return t.sum().to(kFloat64); })(labels); });
+  std::string m =
+      error_message([&] { grad([](const Tensor& t) { return t.sum().to(kFloat64); })(labels); });
   expect_contains(m, {"grad", "argument 0", "Int64", "floating-point"});
   // Not differentiated, an integer argument is fine.
   Tensor w = ones({3}, kFloat64);
@@ -81,9 +80,10 @@ TEST_F(GradErrors, InPlaceOnACapturedTensorThatRequiresGradOutside) {
     grad([](const Tensor& outer) {
       Tensor captured = outer * 1.0;  // requires grad at the outer level
       return grad([&](const Tensor& y) {
-        captured.add_(ones({2}, kFloat64));
-        return (captured * y).sum();
-      })(ones({2}, kFloat64)).sum();
+               captured.add_(ones({2}, kFloat64));
+               return (captured * y).sum();
+             })(ones({2}, kFloat64))
+          .sum();
     })(x);
   });
   expect_contains(m, {"strata::add_", "in-place", "captured", "requires grad at an outer level"});
@@ -158,7 +158,8 @@ TEST_F(GradErrors, OpWithoutAFormula) {
                    .typed<Tensor(const Tensor&)>();
   Tensor x = ones({2}, kFloat64);
   EXPECT_EQ(twice.call(x).to_vector<double>(), (std::vector<double>{2.0, 2.0}));
-  std::string m = error_message([&] { grad([&](const Tensor& t) { return twice.call(t).sum(); })(x); });
+  std::string m =
+      error_message([&] { grad([&](const Tensor& t) { return twice.call(t).sum(); })(x); });
   expect_contains(m, {"grad_errors_test::twice", "no derivative formula", "grad level"});
 }
 

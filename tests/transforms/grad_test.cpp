@@ -2,13 +2,12 @@
 // nesting (grad of grad of grad, perturbation confusion, closures), trees, and
 // mutation inside a transform.
 #include <gtest/gtest.h>
+#include <strata/strata.h>
 
 #include <cmath>
 #include <map>
 #include <string>
 #include <thread>
-
-#include <strata/strata.h>
 
 namespace strata {
 namespace {
@@ -220,9 +219,9 @@ TEST(Trees, MapOfMlpParametersMatchesPerParameterGradients) {
   Params g = grad(loss)(p);
   ASSERT_EQ(g.size(), p.size());
   auto [g_w1, g_b1, g_w2, g_b2] =
-      grad<0, 1, 2, 3>([&](const Tensor& w1, const Tensor& b1, const Tensor& w2,
-                           const Tensor& b2) { return mlp_loss(w1, b1, w2, b2, x, target); })(
-          p.at("w1"), p.at("b1"), p.at("w2"), p.at("b2"));
+      grad<0, 1, 2, 3>([&](const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2) {
+        return mlp_loss(w1, b1, w2, b2, x, target);
+      })(p.at("w1"), p.at("b1"), p.at("w2"), p.at("b2"));
   expect_same(g.at("w1"), g_w1);
   expect_same(g.at("b1"), g_b1);
   expect_same(g.at("w2"), g_w2);
