@@ -146,6 +146,18 @@ TEST(Grad, GradAndValueAndAux) {
   expect_same(value_and_aux.second.at("x2"), x * 2.0);
 }
 
+TEST(Grad, StatefulFunction) {
+  // A mutable lambda keeps its state across calls of the transformed function.
+  auto scaled_by_calls = [calls = 0](const Tensor& x) mutable {
+    ++calls;
+    return (x * static_cast<double>(calls)).sum();
+  };
+  auto g = grad(scaled_by_calls);
+  Tensor x = tensor({1.0, 2.0}, {2});
+  expect_values(g(x), {1.0, 1.0});
+  expect_values(g(x), {2.0, 2.0});
+}
+
 TEST(Grad, OutputNotDependingOnTheInputHasZeroGradient) {
   Tensor x = tensor({1.0, 2.0}, {2});
   expect_values(grad([](const Tensor&) { return scalar(4.0); })(x), {0.0, 0.0});
@@ -164,6 +176,25 @@ TEST(Vjp, CallableMoreThanOnceWithTreeOutputs) {
     expect_values(gx, {s * 3.0 + 10.0, 2 * s * -1.0 + 10.0});
     expect_values(gy, {s * 1.0 + 10.0, 2 * s * 2.0 + 10.0});
   }
+}
+
+TEST(Vjp, OneVjpFunctionUsedBySeveralThreadsAtOnce) {
+  Tensor x = tensor({0.2, -0.4, 1.5}, {3});
+  auto [out, vjp_fn] = vjp([](const Tensor& t) { return (t.sin() * t).exp(); }, x);
+  std::vector<Tensor> cotangents, expected;
+  for (int i = 0; i < 4; ++i) {
+    cotangents.push_back(tensor({1.0 * i, 2.0, -1.0}, {3}));
+    expected.push_back(std::get<0>(vjp_fn(cotangents.back())));
+  }
+  std::vector<Tensor> results(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      for (int rep = 0; rep < 50; ++rep) results[i] = std::get<0>(vjp_fn(cotangents[i]));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) expect_same(results[i], expected[i]);
 }
 
 TEST(Vjp, InsideGradIsDifferentiable) {

@@ -12,13 +12,11 @@ namespace {
 
 constexpr DispatchKeySet kBelowAutograd = DispatchKeySet::below(DispatchKey::AutogradCPU);
 
-// The edge a gradient for `t` flows along: its grad_fn, or for a leaf that
-// requires grad, its sink (made on first use).
-Edge gradient_edge(TensorWrapper& w) {
-  AutogradMeta& meta = w.autograd();
-  if (meta.grad_fn) return {meta.grad_fn, meta.output_nr};
-  if (!meta.grad_sink) meta.grad_sink = make_intrusive<GradSink>();
-  return {meta.grad_sink, 0};
+// The edge a gradient for a wrapper that requires grad flows along: its grad_fn,
+// or for an input leaf, its sink (made by GradCall::enter).
+Edge gradient_edge(const TensorWrapper& w) {
+  const AutogradMeta& meta = w.autograd();
+  return meta.grad_fn ? Edge{meta.grad_fn, meta.output_nr} : Edge{meta.grad_sink, 0};
 }
 
 std::string argument_description(const OperatorHandle& op, size_t arg, const Tensor& t) {

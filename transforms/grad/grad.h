@@ -107,7 +107,7 @@ class GradTransform {
   }
 
  private:
-  F f_;
+  mutable F f_;  // a stateful (mutable) lambda may be transformed too
 };
 
 }  // namespace autograd::detail

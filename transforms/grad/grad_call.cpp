@@ -18,7 +18,11 @@ Tensor GradCall::enter(const Tensor& t, bool differentiable, size_t argnum) {
     STRATA_CHECK(is_floating_point(t.dtype()), transform_, "argument ", argnum, " (shape ",
                  shape_string(t.sizes()), ") has dtype ", to_string(t.dtype()),
                  "; only floating-point tensors can be differentiated (level ", level(), ")");
-    static_cast<TensorWrapper*>(wrapped.impl())->autograd().requires_grad = true;
+    AutogradMeta& meta = static_cast<TensorWrapper*>(wrapped.impl())->autograd();
+    meta.requires_grad = true;
+    // Made now rather than on first use, so that backward() only reads the graph
+    // and one vjp_fn may run in several threads at once.
+    meta.grad_sink = make_intrusive<GradSink>();
     leaves_.push_back(wrapped);
   }
   return wrapped;
@@ -46,19 +50,12 @@ std::vector<Tensor> GradCall::backward(const std::vector<Tensor>& outputs,
     if (w == nullptr || !w->autograd().requires_grad) continue;
     const AutogradMeta& meta = w->autograd();
     // An output that is itself an input leaf: its gradient goes straight to the sink.
-    if (meta.grad_fn) {
-      roots.push_back({meta.grad_fn, meta.output_nr});
-    } else {
-      if (!meta.grad_sink) w->autograd().grad_sink = make_intrusive<GradSink>();
-      roots.push_back({meta.grad_sink, 0});
-    }
+    roots.push_back(meta.grad_fn ? Edge{meta.grad_fn, meta.output_nr} : Edge{meta.grad_sink, 0});
     root_grads.push_back(cotangents[i]);
   }
   std::vector<const Node*> sinks;
   for (const Tensor& leaf : leaves_) {
-    AutogradMeta& meta = static_cast<TensorWrapper*>(leaf.impl())->autograd();
-    if (!meta.grad_sink) meta.grad_sink = make_intrusive<GradSink>();
-    sinks.push_back(meta.grad_sink.get());
+    sinks.push_back(static_cast<TensorWrapper*>(leaf.impl())->autograd().grad_sink.get());
   }
   std::vector<Tensor> grads = run_backward(roots, root_grads, sinks);
   for (size_t i = 0; i < grads.size(); ++i) {
