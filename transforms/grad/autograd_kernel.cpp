@@ -94,6 +94,62 @@ void check_inplace_target(const OperatorHandle& op, const Tensor& self, size_t a
                ": grad does not rewrite a view's base; apply the op out of place");
 }
 
+// What the formula reads, as the level below sees it, taken before the op runs:
+// an in-place op's target, and anything sharing its memory, is saved as a copy.
+Stack save_arguments(const Stack& stack, size_t first, size_t nargs, uint32_t saved_inputs,
+                     int64_t level, std::optional<size_t> written) {
+  Storage overwritten;
+  if (written) {
+    overwritten = stack[first + *written].to_tensor().impl()->value_source()->storage();
+  }
+  Stack saved;
+  saved.reserve(nargs);
+  for (size_t i = 0; i < nargs; ++i) {
+    const IValue& a = stack[first + i];
+    const bool keep = saved_inputs >> i & 1u;
+    if (a.is_tensor() && keep) {
+      Tensor value = unwrap_at_level(a.to_tensor(), level);
+      const bool aliases_target =
+          overwritten && value.defined() && value.impl()->value_source()->storage() == overwritten;
+      // The clone runs through this level's back fallback, which wraps it here;
+      // the node keeps what is below.
+      saved.emplace_back(aliases_target ? unwrap_at_level(value.clone(), level) : value);
+    } else if (a.is_tensor_list() && keep) {
+      std::vector<Tensor> values = a.to_tensor_list();
+      for (Tensor& t : values) t = unwrap_at_level(t, level);
+      saved.emplace_back(std::move(values));
+    } else if (a.is_tensor() || a.is_tensor_list()) {
+      saved.emplace_back();  // not read by the formula: only its shape is kept (in the slots)
+    } else {
+      saved.push_back(a);
+    }
+  }
+  return saved;
+}
+
+// The results of the call (tensors, then tensor-list elements) with their
+// wrappers at this level, keeping the values the formula reads.
+NodeVector<OutputInfo> collect_outputs(const Stack& stack, size_t first, uint32_t saved_outputs,
+                                       int64_t level, SmallVector<TensorWrapper*, 4>& wrappers) {
+  NodeVector<OutputInfo> outputs;
+  auto add = [&](const Tensor& out, bool keep) {
+    TensorWrapper* w = wrapper_at_level(out, level);
+    wrappers.push_back(w);
+    outputs.push_back(
+        {{DimVector(out.sizes()), out.dtype(), false}, keep && w ? w->value() : Tensor()});
+  };
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (stack[i].is_tensor()) add(stack[i].to_tensor(), saved_outputs >> (i - first) & 1u);
+  }
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor_list()) continue;
+    for (const Tensor& out : stack[i].to_tensor_list()) add(out, false);
+  }
+  return outputs;
+}
+
+// The Autograd kernel of an op with a Derivative: runs the op and, when an input
+// requires grad at this level, records a FormulaNode as its outputs' grad_fn.
 void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeySet keys,
             Stack& stack) {
   const size_t nargs = op.schema().arguments().size();
@@ -109,54 +165,11 @@ void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeyS
     op.redispatch_boxed(keys & kBelowAutograd, stack);
     return;
   }
-  // What the formula reads, as the level below sees it, before the op can
-  // overwrite it: an in-place op's target, and anything sharing its memory, is
-  // saved as a copy.
-  Storage overwritten;
-  if (written) {
-    overwritten = stack[first + *written].to_tensor().impl()->value_source()->storage();
-  }
-  Stack saved_args;
-  saved_args.reserve(nargs);
-  for (size_t i = 0; i < nargs; ++i) {
-    const IValue& a = stack[first + i];
-    const bool keep = derivative.saved_inputs >> i & 1u;
-    if (a.is_tensor() && keep) {
-      Tensor value = unwrap_at_level(a.to_tensor(), level);
-      const bool aliases_target =
-          overwritten && value.defined() && value.impl()->value_source()->storage() == overwritten;
-      // The clone runs through this level's back fallback, which wraps it here;
-      // the node keeps what is below.
-      saved_args.emplace_back(aliases_target ? unwrap_at_level(value.clone(), level) : value);
-    } else if (a.is_tensor_list() && keep) {
-      std::vector<Tensor> values = a.to_tensor_list();
-      for (Tensor& t : values) t = unwrap_at_level(t, level);
-      saved_args.emplace_back(std::move(values));
-    } else if (a.is_tensor() || a.is_tensor_list()) {
-      saved_args.emplace_back();
-    } else {
-      saved_args.push_back(a);
-    }
-  }
-
+  Stack saved_args = save_arguments(stack, first, nargs, derivative.saved_inputs, level, written);
   op.redispatch_boxed(keys & kBelowAutograd, stack);
-
-  NodeVector<OutputInfo> outputs;
   SmallVector<TensorWrapper*, 4> output_wrappers;
-  auto add_output = [&](const Tensor& out, bool keep) {
-    TensorWrapper* w = wrapper_at_level(out, level);
-    output_wrappers.push_back(w);
-    outputs.push_back(
-        {{DimVector(out.sizes()), out.dtype(), false}, keep && w ? w->value() : Tensor()});
-  };
-  for (size_t i = first; i < stack.size(); ++i) {
-    if (stack[i].is_tensor())
-      add_output(stack[i].to_tensor(), derivative.saved_outputs >> (i - first) & 1u);
-  }
-  for (size_t i = first; i < stack.size(); ++i) {
-    if (!stack[i].is_tensor_list()) continue;
-    for (const Tensor& out : stack[i].to_tensor_list()) add_output(out, false);
-  }
+  NodeVector<OutputInfo> outputs =
+      collect_outputs(stack, first, derivative.saved_outputs, level, output_wrappers);
   auto node = make_intrusive<FormulaNode>(op, derivative, level, std::move(call.edges),
                                           std::move(saved_args), std::move(call.first_slot),
                                           std::move(call.slots), std::move(outputs));
