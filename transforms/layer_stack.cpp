@@ -106,8 +106,7 @@ STRATA_LIBRARY_IMPL(_, DynamicLayerBack, m) {
   m.fallback(KernelFunction::from_boxed(&back_fallback));
 }
 
-std::string describe_for_trace() { return describe_layer_stack(); }
-const bool kTraceContextInstalled = (set_dispatch_trace_context(&describe_for_trace), true);
+const bool kTraceContextInstalled = (set_dispatch_trace_context(&describe_layer_stack), true);
 
 }  // namespace
 
@@ -122,33 +121,20 @@ const char* to_string(TransformKind kind) {
   return "?";
 }
 
-DispatchKeySet all_transform_keys() {
-  return {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA, DispatchKey::Batched,
-          DispatchKey::Functionalize};
-}
-
 void Interpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
   LocalDispatchKeySetRestorer restore;
   LocalDispatchKeySet& local = local_dispatch_key_set();
-  const DispatchKeySet hidden = (all_transform_keys() - this->keys()) | kFront;
+  const DispatchKeySet hidden = (kAllTransformKeys - this->keys()) | kFront;
   local.excluded = local.excluded | hidden;
   local.included = local.included | kBack;
   op.redispatch_boxed((keys | kBack) - hidden, stack);
 }
 
 bool layer_stack_empty() { return tls_layers.empty(); }
-size_t layer_stack_depth() { return tls_layers.size(); }
 
 const DynamicLayer& top_layer(const char* what) {
   STRATA_CHECK(!tls_layers.empty(), what, "no transform is running on this thread");
   return tls_layers.back();
-}
-
-bool is_level_alive(int64_t level) {
-  for (const DynamicLayer& layer : tls_layers) {
-    if (layer.level == level) return true;
-  }
-  return false;
 }
 
 std::string describe_layer_stack() {

@@ -49,15 +49,14 @@ struct DynamicLayer {
 };
 
 // The keys every transform kernel lives at.
-DispatchKeySet all_transform_keys();
+inline constexpr DispatchKeySet kAllTransformKeys{DispatchKey::AutogradCPU,
+                                                  DispatchKey::AutogradCUDA, DispatchKey::Batched,
+                                                  DispatchKey::Functionalize};
 
 // Layer stack of the calling thread.
 bool layer_stack_empty();
-size_t layer_stack_depth();
 // The top layer; throws when the stack is empty (`what` names the caller).
 const DynamicLayer& top_layer(const char* what);
-// Whether `level` is on the stack now.
-bool is_level_alive(int64_t level);
 // "grad(level 3) > vmap(level 2)" for errors and the dispatch trace.
 std::string describe_layer_stack();
 

@@ -36,8 +36,27 @@ struct CallSlots {
   SlotIndex first_slot;
   NodeVector<TensorMeta> slots;
   NodeVector<Edge> edges;
-  bool any_requires_grad = false;
 };
+
+bool requires_grad_at(const Tensor& t, int64_t level) {
+  const TensorWrapper* w = wrapper_at_level(t, level);
+  return w != nullptr && w->autograd().requires_grad;
+}
+
+// Whether the call has anything to record: checked before any bookkeeping, since
+// most calls under grad involve only constants (factories, indices, masks).
+bool any_input_requires_grad(const Stack& stack, size_t first, size_t nargs, int64_t level) {
+  for (size_t i = first; i < first + nargs; ++i) {
+    const IValue& arg = stack[i];
+    if (arg.is_tensor() && requires_grad_at(arg.to_tensor(), level)) return true;
+    if (arg.is_tensor_list()) {
+      for (const Tensor& t : arg.to_tensor_list()) {
+        if (requires_grad_at(t, level)) return true;
+      }
+    }
+  }
+  return false;
+}
 
 CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t level) {
   CallSlots call;
@@ -50,10 +69,9 @@ CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t 
     if (t.defined()) {
       meta.sizes = DimVector(t.sizes());
       meta.dtype = t.dtype();
-      if (TensorWrapper* w = wrapper_at_level(t, level); w && w->autograd().requires_grad) {
+      if (requires_grad_at(t, level)) {
         meta.needs_grad = true;
-        edge = gradient_edge(*w);
-        call.any_requires_grad = true;
+        edge = gradient_edge(*wrapper_at_level(t, level));
       }
     }
     call.slots.push_back(std::move(meta));
@@ -155,16 +173,16 @@ void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeyS
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
   const int64_t level = current_grad_level(op.operator_name().name.c_str());
-  CallSlots call = collect_slots(stack, first, nargs, level);
+  const bool tracked = any_input_requires_grad(stack, first, nargs, level);
   const std::optional<size_t> written = op.entry().returned_argument_index();
   if (written) {
-    check_inplace_target(op, stack[first + *written].to_tensor(), *written, level,
-                         call.any_requires_grad);
+    check_inplace_target(op, stack[first + *written].to_tensor(), *written, level, tracked);
   }
-  if (!call.any_requires_grad) {
+  if (!tracked) {
     op.redispatch_boxed(keys & kBelowAutograd, stack);
     return;
   }
+  CallSlots call = collect_slots(stack, first, nargs, level);
   Stack saved_args = save_arguments(stack, first, nargs, derivative.saved_inputs, level, written);
   op.redispatch_boxed(keys & kBelowAutograd, stack);
   SmallVector<TensorWrapper*, 4> output_wrappers;
@@ -191,9 +209,9 @@ void no_formula_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& s
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
   const int64_t level = current_grad_level(op.operator_name().name.c_str());
-  CallSlots call = collect_slots(stack, first, nargs, level);
+  const bool tracked = any_input_requires_grad(stack, first, nargs, level);
   op.redispatch_boxed(keys & kBelowAutograd, stack);
-  if (!call.any_requires_grad) return;
+  if (!tracked) return;
   for (size_t i = first; i < stack.size(); ++i) {
     if (!stack[i].is_tensor()) continue;
     const Tensor& out = stack[i].to_tensor();

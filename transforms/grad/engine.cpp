@@ -8,9 +8,12 @@ namespace strata::autograd {
 
 namespace {
 
+constexpr uint32_t kNotASink = UINT32_MAX;
+
 struct NodeTask {
   Node* node = nullptr;
-  uint32_t pending = 0;  // edges from nodes not yet run
+  uint32_t pending = 0;       // edges from nodes not yet run
+  uint32_t sink = kNotASink;  // index of the result it produces, for a requested sink
   NodeVector<Tensor> grads;
 };
 
@@ -36,6 +39,7 @@ class Scratch {
         NodeTask& t = tasks_[used_++];
         t.node = node;
         t.pending = 0;
+        t.sink = kNotASink;
         t.grads.resize(node->num_outputs());
         made = true;
         return t;
@@ -45,6 +49,15 @@ class Scratch {
         return tasks_[table_[h]];
       }
     }
+  }
+  // The task of `node` if the pass reaches it, else null.
+  NodeTask* find(const Node* node) {
+    if (table_.empty()) return nullptr;
+    size_t mask = table_.size() - 1;
+    for (size_t h = hash(node) & mask; table_[h] != kEmpty; h = (h + 1) & mask) {
+      if (tasks_[table_[h]].node == node) return &tasks_[table_[h]];
+    }
+    return nullptr;
   }
   NodeTask& existing(Node* node) {
     bool made = false;
@@ -143,13 +156,14 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots,
   }
 
   std::vector<Tensor> results(sinks.size());
+  for (size_t s = 0; s < sinks.size(); ++s) {
+    if (NodeTask* task = scratch.find(sinks[s])) task->sink = static_cast<uint32_t>(s);
+  }
   while (!ready.empty()) {
     Node* node = ready.back();
     ready.pop_back();
     NodeTask& task = scratch.existing(node);
-    for (size_t s = 0; s < sinks.size(); ++s) {
-      if (sinks[s] == node) results[s] = task.grads[0];
-    }
+    if (task.sink != kNotASink) results[task.sink] = task.grads[0];
     NodeVector<Tensor> grads_in;
     bool any_defined = false;
     for (const Tensor& g : task.grads) any_defined |= g.defined();

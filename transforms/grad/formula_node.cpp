@@ -93,51 +93,37 @@ FormulaNode::FormulaNode(const OperatorHandle& op, const Derivative& derivative,
       first_slot_(std::move(first_slot)),
       slots_(std::move(slots)),
       outputs_(std::move(outputs)) {
-  saved_versions_ = current_versions();
+  for_each_saved([&](const Tensor& t, bool, size_t) { saved_versions_.push_back(t.version()); });
 }
 
 std::string FormulaNode::name() const { return op_.operator_name().to_string(); }
 
-FormulaNode::Versions FormulaNode::current_versions() const {
-  Versions versions;
-  for (const IValue& a : args_) {
-    if (a.is_tensor() && a.to_tensor().defined()) versions.push_back(a.to_tensor().version());
-    if (a.is_tensor_list()) {
-      for (const Tensor& t : a.to_tensor_list()) versions.push_back(t.version());
-    }
-  }
-  for (const OutputInfo& out : outputs_) {
-    if (out.saved.defined()) versions.push_back(out.saved.version());
-  }
-  return versions;
-}
-
-void FormulaNode::check_saved_versions() const {
-  const Versions now = current_versions();
-  if (now == saved_versions_) return;
-  // Find the culprit for the message.
-  size_t index = 0;
-  auto report = [&](const Tensor& t, const std::string& what) {
-    if (index < now.size() && now[index] != saved_versions_[index]) {
-      STRATA_FAIL(name().c_str(), what, " (shape ", shape_string(t.sizes()), ", ",
-                  to_string(t.dtype()), "), saved for the backward pass of grad level ", level_,
-                  ", was modified by an in-place op (version ", saved_versions_[index], ", now ",
-                  now[index], "); clone it before modifying it");
-    }
-    ++index;
-  };
-  const auto& schema_args = op_.schema().arguments();
+template <class F>
+void FormulaNode::for_each_saved(F&& f) const {
   for (size_t i = 0; i < args_.size(); ++i) {
     const IValue& a = args_[i];
-    const std::string what = "argument '" + schema_args[i].name + "'";
-    if (a.is_tensor() && a.to_tensor().defined()) report(a.to_tensor(), what);
+    if (a.is_tensor() && a.to_tensor().defined()) f(a.to_tensor(), false, i);
     if (a.is_tensor_list()) {
-      for (const Tensor& t : a.to_tensor_list()) report(t, what);
+      for (const Tensor& t : a.to_tensor_list()) f(t, false, i);
     }
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
-    if (outputs_[i].saved.defined()) report(outputs_[i].saved, "output " + std::to_string(i));
+    if (outputs_[i].saved.defined()) f(outputs_[i].saved, true, i);
   }
+}
+
+void FormulaNode::check_saved_versions() const {
+  size_t k = 0;
+  for_each_saved([&](const Tensor& t, bool is_output, size_t i) {
+    const uint32_t saved = saved_versions_[k++];
+    if (t.version() == saved) return;
+    const std::string what = is_output ? "output " + std::to_string(i)
+                                       : "argument '" + op_.schema().arguments()[i].name + "'";
+    STRATA_FAIL(name().c_str(), what, " (shape ", shape_string(t.sizes()), ", ",
+                to_string(t.dtype()), "), saved for the backward pass of grad level ", level_,
+                ", was modified by an in-place op (version ", saved, ", now ", t.version(),
+                "); clone it before modifying it");
+  });
 }
 
 NodeVector<Tensor> FormulaNode::apply(NodeVector<Tensor>& grads_out) {

@@ -41,9 +41,10 @@ class FormulaNode final : public Node {
 
  private:
   friend class BackwardContext;
-  using Versions = SmallVector<uint32_t, 6>;
+  // Calls f(tensor, is_output, position) for each tensor the node keeps.
+  template <class F>
+  void for_each_saved(F&& f) const;
   void check_saved_versions() const;
-  Versions current_versions() const;
 
   OperatorHandle op_;
   Derivative derivative_;
@@ -52,7 +53,7 @@ class FormulaNode final : public Node {
   SlotIndex first_slot_;
   NodeVector<TensorMeta> slots_;  // per tensor argument (list elements flattened)
   NodeVector<OutputInfo> outputs_;
-  Versions saved_versions_;
+  SmallVector<uint32_t, 6> saved_versions_;  // in for_each_saved order
 };
 
 }  // namespace strata::autograd
