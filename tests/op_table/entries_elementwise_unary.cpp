@@ -131,10 +131,6 @@ OpInfo to_entry(ScalarType target) {
         from_values(values.to_vector<double>(), values.sizes().vec(), target)};
   };
   if (!is_floating_point(target)) return without_gradient(std::move(info));
-  // Finite differences of a Float32 result move in its rounding steps: below
-  // |x| = 2 an ulp is 1.2e-7, and the two rounded values put the difference
-  // quotient over 2e-6 off by up to 0.06.
-  if (target == kFloat32) info.tolerances[{Check::Grad, kFloat64}] = {0.1, 0.0};
   return info;
 }
 
