@@ -59,11 +59,10 @@ class Scratch {
     }
     return nullptr;
   }
-  NodeTask& existing(Node* node) {
-    bool made = false;
-    NodeTask& t = task(node, made);
-    STRATA_CHECK(!made, "backward", "internal: node ", node->name(), " was not visited");
-    return t;
+  NodeTask& existing(const Node* node) {
+    NodeTask* t = find(node);
+    STRATA_CHECK(t != nullptr, "backward", "internal: node ", node->name(), " was not visited");
+    return *t;
   }
 
  private:
