@@ -9,6 +9,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -269,6 +270,14 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   for (const char* name : {"eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor",
                            "ge.Tensor", "logical_and", "logical_or"}) {
     m.impl(name, autograd::non_differentiable());
+  }
+}
+
+// ---- batching rules (Note [Batching rules]): every op here is pointwise.
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  for (const char* name : {"add.Tensor", "add_.Tensor", "sub.Tensor", "sub_.Tensor", "mul.Tensor", "mul_.Tensor", "div.Tensor", "div_.Tensor", "pow.Tensor_Tensor", "maximum", "minimum", "eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor", "logical_and", "logical_or", "where.self"}) {
+    m.impl(name, batching::pointwise_batch_rule());
   }
 }
 

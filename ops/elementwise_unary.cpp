@@ -12,6 +12,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -315,6 +316,14 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("pow.Tensor_Scalar", of_input<&pow_scalar_backward>());
   m.impl("clamp", of_input<&clamp_backward>());
   m.impl("clamp_", of_input<&clamp_backward>());
+}
+
+// ---- batching rules (Note [Batching rules]): every op here is pointwise.
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  for (const char* name : {"neg", "abs", "sign", "square", "relu", "relu_", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid", "gelu", "softplus", "pow.Tensor_Scalar", "logical_not", "clamp", "clamp_"}) {
+    m.impl(name, batching::pointwise_batch_rule());
+  }
 }
 
 }  // namespace

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "tensor/error.h"
+#include "tensor/tensor.h"
 
 namespace strata::testing {
 
@@ -32,6 +35,26 @@ inline void expect_contains(const std::string& message, std::initializer_list<co
     EXPECT_NE(message.find(part), std::string::npos)
         << "message \"" << message << "\" should contain \"" << part << "\"";
   }
+}
+
+// Same shape, and every value within atol + rtol * |expected| (NaNs match NaNs).
+inline ::testing::AssertionResult allclose(const Tensor& actual, const Tensor& expected,
+                                           double atol = 1e-9, double rtol = 1e-7) {
+  if (actual.sizes() != expected.sizes()) {
+    return ::testing::AssertionFailure() << "shape " << shape_string(actual.sizes())
+                                         << " != expected " << shape_string(expected.sizes());
+  }
+  const std::vector<double> a = actual.to_vector<double>();
+  const std::vector<double> e = expected.to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(e[i])) continue;
+    if (!(std::abs(a[i] - e[i]) <= atol + rtol * std::abs(e[i]))) {
+      return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << " != expected "
+                                           << e[i] << " (shape " << shape_string(actual.sizes())
+                                           << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace strata::testing

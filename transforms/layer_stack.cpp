@@ -6,7 +6,6 @@
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/library.h"
 #include "tensor/error.h"
-#include "transforms/tensor_wrapper.h"
 
 namespace strata {
 
@@ -45,58 +44,8 @@ void front_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack)
   tls_layers.back().interpreter->process(op, keys, stack);
 }
 
-// Unwraps this level's wrappers in place; returns the keys of what is left.
-DispatchKeySet unwrap_arguments(Stack& stack, size_t first, int64_t level) {
-  DispatchKeySet keys;
-  for (size_t i = first; i < stack.size(); ++i) {
-    IValue& arg = stack[i];
-    if (arg.is_tensor()) {
-      Tensor& t = arg.to_tensor();
-      if (TensorWrapper* w = wrapper_at_level(t, level)) t = w->value();
-      if (t.defined()) keys |= t.key_set();
-    } else if (arg.is_tensor_list()) {
-      for (Tensor& t : arg.to_tensor_list()) {
-        if (TensorWrapper* w = wrapper_at_level(t, level)) t = w->value();
-        if (t.defined()) keys |= t.key_set();
-      }
-    }
-  }
-  return keys;
-}
-
-void wrap_results(Stack& stack, size_t first, int64_t level) {
-  for (size_t i = first; i < stack.size(); ++i) {
-    IValue& result = stack[i];
-    if (result.is_tensor()) {
-      Tensor& t = result.to_tensor();
-      if (t.defined()) t = wrap_at_level(std::move(t), level);
-    } else if (result.is_tensor_list()) {
-      for (Tensor& t : result.to_tensor_list()) t = wrap_at_level(std::move(t), level);
-    }
-  }
-}
-
 void back_fallback(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  const int64_t level = tls_layers.back().level;
-  const FunctionSchema& schema = op.schema();
-  const size_t first = stack.size() - schema.arguments().size();
-  // An in-place op hands back the wrapper it was given, with refreshed metadata.
-  std::optional<size_t> written = op.entry().returned_argument_index();
-  Tensor written_wrapper;
-  if (written && wrapper_at_level(stack[first + *written].to_tensor(), level)) {
-    written_wrapper = stack[first + *written].to_tensor();
-  }
-  const DispatchKeySet tensor_keys = unwrap_arguments(stack, first, level);
-  {
-    PoppedLayer popped;
-    op.redispatch_boxed(compute_dispatch_keys(tensor_keys, op.entry()), stack);
-  }
-  if (written_wrapper.defined()) {
-    static_cast<TensorWrapper*>(written_wrapper.impl())->refresh_metadata();
-    for (size_t i = first; i < stack.size(); ++i) stack[i] = written_wrapper;
-    return;
-  }
-  wrap_results(stack, first, level);
+  tls_layers.back().interpreter->send_to_next(op, stack);
 }
 
 STRATA_LIBRARY_IMPL(_, DynamicLayerFront, m) {
@@ -128,6 +77,31 @@ void Interpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& 
   local.excluded = local.excluded | hidden;
   local.included = local.included | kBack;
   op.redispatch_boxed((keys | kBack) - hidden, stack);
+}
+
+void Interpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
+  call_below_top_layer(op, argument_keys(op, stack), stack);
+}
+
+void call_below_top_layer(const OperatorHandle& op, DispatchKeySet tensor_keys, Stack& stack) {
+  PoppedLayer popped;
+  op.redispatch_boxed(compute_dispatch_keys(tensor_keys, op.entry()), stack);
+}
+
+DispatchKeySet argument_keys(const OperatorHandle& op, const Stack& stack) {
+  DispatchKeySet keys;
+  const size_t first = stack.size() - op.schema().arguments().size();
+  for (size_t i = first; i < stack.size(); ++i) {
+    const IValue& arg = stack[i];
+    if (arg.is_tensor()) {
+      if (arg.to_tensor().defined()) keys |= arg.to_tensor().key_set();
+    } else if (arg.is_tensor_list()) {
+      for (const Tensor& t : arg.to_tensor_list()) {
+        if (t.defined()) keys |= t.key_set();
+      }
+    }
+  }
+  return keys;
 }
 
 bool layer_stack_empty() { return tls_layers.empty(); }

@@ -38,6 +38,9 @@ class Interpreter {
   // Called by the front fallback with this layer on top. The default runs the
   // call with this interpreter's keys enabled and the other transforms' disabled.
   virtual void process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack);
+  // Called by the back fallback with this layer on top: passes the call on to
+  // the layers below. The default pops the layer for the call (see call_below_top_layer).
+  virtual void send_to_next(const OperatorHandle& op, Stack& stack);
 };
 
 struct DynamicLayer {
@@ -52,6 +55,13 @@ struct DynamicLayer {
 inline constexpr DispatchKeySet kAllTransformKeys{DispatchKey::AutogradCPU,
                                                   DispatchKey::AutogradCUDA, DispatchKey::Batched,
                                                   DispatchKey::Functionalize};
+
+// Runs `op` on the stack's arguments with the top layer popped and the key sets
+// from before it was pushed, dispatching on `tensor_keys` (the keys of the
+// arguments as they are now); the layer is back when it returns or throws.
+void call_below_top_layer(const OperatorHandle& op, DispatchKeySet tensor_keys, Stack& stack);
+// The keys of the tensor arguments at the top of the stack.
+DispatchKeySet argument_keys(const OperatorHandle& op, const Stack& stack);
 
 // Layer stack of the calling thread.
 bool layer_stack_empty();

@@ -13,3 +13,5 @@
 #include "tensor/tensor.h"
 #include "transforms/grad/grad.h"
 #include "transforms/grad/gradcheck.h"
+#include "transforms/vmap/batching.h"
+#include "transforms/vmap/vmap.h"

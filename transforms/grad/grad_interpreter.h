@@ -12,6 +12,9 @@ class GradInterpreter final : public Interpreter {
   DispatchKeySet keys() const override {
     return {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA};
   }
+  // Unwraps this level's TensorWrappers, runs the call below, and wraps the
+  // results at this level (an in-place op hands back the wrapper it was given).
+  void send_to_next(const OperatorHandle& op, Stack& stack) override;
 };
 
 // The level of the grad layer on top of the stack (the one whose Autograd

@@ -1,0 +1,136 @@
+#include "transforms/vmap/batching.h"
+
+#include "dispatcher/dispatcher.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+
+namespace strata::batching {
+
+BatchedArg unwrap(const Tensor& t, int64_t level) {
+  if (BatchedTensorImpl* b = batched_at_level(t, level)) return {b->value(), b->bdim()};
+  return {t, std::nullopt};
+}
+
+Tensor batch_first(const BatchedArg& arg) {
+  if (!arg.bdim || *arg.bdim == 0) return arg.value;
+  return arg.value.movedim(*arg.bdim, 0);
+}
+
+Tensor batch_first_expanded(const BatchedArg& arg, int64_t batch_size) {
+  if (arg.bdim) return batch_first(arg);
+  DimVector sizes{batch_size};
+  for (int64_t s : arg.value.sizes()) sizes.push_back(s);
+  return arg.value.unsqueeze(0).expand(sizes);
+}
+
+Tensor batch_first_padded(const BatchedArg& arg, int64_t rank) {
+  if (!arg.bdim) return arg.value;
+  Tensor value = batch_first(arg);
+  const int64_t missing = rank - arg.logical_dim();
+  if (missing <= 0) return value;
+  DimVector sizes{value.sizes()[0]};
+  for (int64_t i = 0; i < missing; ++i) sizes.push_back(1);
+  for (int64_t d = 1; d < value.dim(); ++d) sizes.push_back(value.sizes()[static_cast<size_t>(d)]);
+  // Size-1 dims can go anywhere without moving data, so this is always a view.
+  DimVector strides{value.strides()[0]};
+  for (int64_t i = 0; i < missing; ++i) strides.push_back(1);
+  for (int64_t d = 1; d < value.dim(); ++d) {
+    strides.push_back(value.strides()[static_cast<size_t>(d)]);
+  }
+  return value.as_strided(sizes, strides, value.storage_offset());
+}
+
+int64_t batch_first_dim(int64_t dim, int64_t rank, const char* op) {
+  const int64_t extent = rank == 0 ? 1 : rank;
+  STRATA_CHECK(dim >= -extent && dim < extent, op, "dim ", dim,
+               " is out of range for a tensor of rank ", rank, " (inside vmap)");
+  return (dim < 0 ? dim + extent : dim) + 1;
+}
+
+void check_inplace_target(const char* op, const BatchedArg& self, bool any_batched,
+                          int64_t batch_size) {
+  STRATA_CHECK(self.batched() || !any_batched, op,
+               "cannot write a batched value (vmap batch size ", batch_size,
+               ") into the unbatched tensor of shape ", shape_string(self.value.sizes()),
+               ": one tensor cannot hold a different value per sample. Create the tensor from "
+               "a batched one (e.g. zeros_like(x) instead of zeros(shape)) or use the "
+               "out-of-place op");
+}
+
+void call_below(const OperatorHandle& op, Stack& stack) {
+  call_below_top_layer(op, argument_keys(op, stack), stack);
+}
+
+namespace {
+
+// The dtype of a 0-dim sample is below that of samples with dims (result_type),
+// but batched it has a dim; cast it first so the batch computes in the dtype one
+// sample would.
+void cast_batched_scalars(Stack& stack, size_t first, const ScalarType logical_dtype,
+                          int64_t level) {
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor()) continue;
+    Tensor& t = stack[i].to_tensor();
+    BatchedTensorImpl* b = batched_at_level(t, level);
+    if (b != nullptr && t.dim() == 0 && t.dtype() != kBool && t.dtype() != logical_dtype) {
+      t = t.to(logical_dtype);
+    }
+  }
+}
+
+void pointwise_rule(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const char* name = op.operator_name().name.c_str();
+  const VmapLevel at = current_vmap_level(name);
+  const size_t first = stack.size() - op.schema().arguments().size();
+
+  std::vector<Tensor> operands;
+  bool mixed_dtypes = false;
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor() || !stack[i].to_tensor().defined()) continue;
+    const Tensor& t = stack[i].to_tensor();
+    if (t.dtype() == kBool) continue;
+    if (!operands.empty() && operands[0].dtype() != t.dtype()) mixed_dtypes = true;
+    operands.push_back(t);
+  }
+  if (mixed_dtypes) {
+    cast_batched_scalars(stack, first, result_type(ArrayRef<Tensor>(operands)),
+                         at.level);
+  }
+
+  int64_t rank = 0;
+  bool any_batched = false;
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor()) continue;
+    const BatchedArg arg = unwrap(stack[i].to_tensor(), at.level);
+    if (!arg.value.defined()) continue;
+    rank = std::max(rank, arg.logical_dim());
+    any_batched |= arg.batched();
+  }
+  const std::optional<size_t> written = op.entry().returned_argument_index();
+  Tensor self;
+  if (written) {
+    self = stack[first + *written].to_tensor();
+    check_inplace_target(name, unwrap(self, at.level), any_batched, at.batch_size);
+  }
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor()) continue;
+    Tensor& t = stack[i].to_tensor();
+    if (t.defined()) t = batch_first_padded(unwrap(t, at.level), rank);
+  }
+  call_below(op, stack);
+  if (written) {
+    for (size_t i = first; i < stack.size(); ++i) stack[i] = self;
+    return;
+  }
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (stack[i].is_tensor()) {
+      stack[i] = make_batched(stack[i].to_tensor(), any_batched ? std::optional<int64_t>(0) : std::nullopt, at.level);
+    }
+  }
+}
+
+}  // namespace
+
+KernelFunction pointwise_batch_rule() { return KernelFunction::from_boxed(&pointwise_rule); }
+
+}  // namespace strata::batching

@@ -1,0 +1,87 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "dispatcher/ivalue.h"
+#include "dispatcher/kernel_function.h"
+#include "transforms/vmap/batched_tensor.h"
+#include "transforms/vmap/vmap_interpreter.h"
+
+// Note [Batching rules]
+// An operator's batching rule is its kernel at the Batched key, registered next
+// to its schema, kernels and derivative. It runs with this vmap layer on top and
+// sees the op's arguments as the function being vmapped sees them (batched
+// tensors of this level, or constants). It unwraps them (unwrap()), computes
+// every sample at once with ordinary ops on the unwrapped values (which go on to
+// the layers below), and wraps the results with their batch dim (make_batched).
+// The batch dim stays where it is unless the computation needs it elsewhere.
+//
+//   Tensor sum_dim_batched(const Tensor& self, ...) {
+//     const batching::VmapLevel at = batching::current_vmap_level("strata::sum");
+//     const batching::BatchedArg x = batching::unwrap(self, at.level);
+//     ... return batching::make_batched(result, 0, at.level);
+//   }
+//
+// Ops without a rule take the loop fallback (one call per sample, then stack),
+// which warns once per op; set_loop_fallback_enabled(false) makes it an error.
+
+namespace strata {
+class OperatorHandle;
+}
+
+namespace strata::batching {
+
+// A tensor argument of a batching rule at one level: its value (the whole batch)
+// and where the batch dim is; an unbatched argument has no bdim.
+struct BatchedArg {
+  Tensor value;
+  std::optional<int64_t> bdim;
+
+  bool batched() const { return bdim.has_value(); }
+  // The rank of one sample.
+  int64_t logical_dim() const { return value.dim() - (bdim ? 1 : 0); }
+};
+BatchedArg unwrap(const Tensor& t, int64_t level);
+
+// The value with its batch dim first (a view); an unbatched value as it is.
+Tensor batch_first(const BatchedArg& arg);
+// The same, an unbatched value expanded to the batch (a view).
+Tensor batch_first_expanded(const BatchedArg& arg, int64_t batch_size);
+// Batch first with size-1 dims after it until a sample has `rank` dims, so it
+// broadcasts against samples of that rank; an unbatched value as it is (it
+// broadcasts from the right).
+Tensor batch_first_padded(const BatchedArg& arg, int64_t rank);
+// Where dim `dim` of a sample of rank `rank` (negative counts from the end) is
+// in a batch-first value; throws naming `op` when it is out of range.
+int64_t batch_first_dim(int64_t dim, int64_t rank, const char* op);
+
+// Throws unless an in-place op of `op` may write into `self`: if any argument is
+// batched, self must be too (a batched value cannot go into one shared tensor).
+void check_inplace_target(const char* op, const BatchedArg& self, bool any_batched,
+                          int64_t batch_size);
+
+// Runs a boxed call on unwrapped arguments with this layer popped (what a rule's
+// ordinary op calls do, without passing through the back fallback).
+void call_below(const OperatorHandle& op, Stack& stack);
+
+// The rule of an op whose tensor arguments broadcast elementwise against each
+// other and whose outputs have the broadcast shape: unary and binary math,
+// comparisons, where, clamp, masked_fill, fill_, copy_. In-place overloads write
+// into their batched self.
+KernelFunction pointwise_batch_rule();
+
+// Calls `op` once per sample on slices of this level's batched arguments and
+// stacks every tensor output along dim 0; `prepare(sample, stack)` may adjust a
+// sample's arguments first (random ops swap their generator). In-place ops write
+// into the slices of their batched self and return it.
+void call_per_sample(const OperatorHandle& op, Stack& stack, const VmapLevel& at,
+                     const std::function<void(int64_t, Stack&)>& prepare = {});
+
+// The loop fallback: on (default) it warns once per op; off, an op without a
+// rule is an error (the test suite uses this to prove which ops have rules).
+void set_loop_fallback_enabled(bool enabled);
+bool loop_fallback_enabled();
+
+}  // namespace strata::batching

@@ -1,0 +1,129 @@
+#include "transforms/vmap/vmap_call.h"
+
+#include <sstream>
+
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "transforms/vmap/batched_tensor.h"
+
+namespace strata::batching {
+namespace {
+
+// Wraps dim into [0, rank); throws naming `what` when it is out of range.
+int64_t wrap_dim(int64_t dim, int64_t rank, const std::string& what) {
+  STRATA_CHECK(dim >= -rank && dim < rank, "vmap", what, " is out of range for rank ", rank,
+               " (valid: ", -rank, " to ", rank - 1, ")");
+  return dim < 0 ? dim + rank : dim;
+}
+
+std::string describe_argument(size_t arg, const Tensor& t, int64_t dim) {
+  std::ostringstream out;
+  out << "argument " << arg << " (shape " << shape_string(t.sizes()) << ", in_dim " << dim << ")";
+  return out.str();
+}
+
+}  // namespace
+
+VmapCall::VmapCall(const VmapOptions& options, size_t num_args)
+    : options_(options), num_args_(num_args) {
+  STRATA_CHECK(options.in_dims.empty() || options.in_dims.size() == num_args, "vmap",
+               "in_dims has ", options.in_dims.size(), " entries but the function was called with ",
+               num_args, " arguments (give one entry per argument, none for unbatched ones)");
+  STRATA_CHECK(options.chunk_size >= 0, "vmap", "chunk_size must be >= 0, got ",
+               options.chunk_size);
+}
+
+std::optional<int64_t> VmapCall::in_dim(size_t arg) const {
+  if (options_.in_dims.empty()) return 0;
+  return options_.in_dims[arg];
+}
+
+void VmapCall::observe(size_t arg, const Tensor& t) {
+  const std::optional<int64_t> dim = in_dim(arg);
+  if (!dim || !t.defined()) return;
+  std::ostringstream what;
+  what << "in_dim " << *dim << " of argument " << arg << " (shape " << shape_string(t.sizes())
+       << ")";
+  const int64_t d = wrap_dim(*dim, t.dim(), what.str());
+  const int64_t size = t.sizes()[static_cast<size_t>(d)];
+  if (batch_size_ < 0) {
+    batch_size_ = size;
+    first_batched_ = describe_argument(arg, t, *dim);
+    return;
+  }
+  STRATA_CHECK(size == batch_size_, "vmap", "batch sizes disagree: ", first_batched_,
+               " has batch size ", batch_size_, " but ", describe_argument(arg, t, *dim),
+               " has batch size ", size);
+}
+
+void VmapCall::finish_observing() {
+  STRATA_CHECK(batch_size_ >= 0, "vmap",
+               "no argument is batched: in_dims are all none or the batched arguments hold "
+               "no tensors (", num_args_, " arguments)");
+  STRATA_CHECK(batch_size_ > 0, "vmap", "the batch is empty: ", first_batched_,
+               " has size 0 along its in_dim");
+}
+
+std::vector<std::pair<int64_t, int64_t>> VmapCall::chunks() const {
+  const int64_t step = options_.chunk_size > 0 ? options_.chunk_size : batch_size_;
+  std::vector<std::pair<int64_t, int64_t>> result;
+  for (int64_t start = 0; start < batch_size_; start += step) {
+    result.emplace_back(start, std::min(step, batch_size_ - start));
+  }
+  return result;
+}
+
+void VmapCall::enter_chunk(int64_t start, int64_t size) {
+  chunk_start_ = start;
+  chunk_size_ = size;
+  replay_->next = 0;
+  scope_ = std::make_unique<LayerScope>(
+      std::make_shared<VmapInterpreter>(size, start, options_.randomness, replay_));
+  level_ = scope_->level();
+}
+
+Tensor VmapCall::wrap(size_t arg, const Tensor& t) const {
+  const std::optional<int64_t> dim = in_dim(arg);
+  if (!dim || !t.defined()) return t;
+  const int64_t d = *dim < 0 ? *dim + t.dim() : *dim;
+  Tensor value = chunk_size_ == batch_size_ ? t : t.narrow(d, chunk_start_, chunk_size_);
+  return make_batched(std::move(value), d, level_);
+}
+
+std::optional<int64_t> VmapCall::out_dim(std::optional<size_t> element) const {
+  if (options_.out_dims.empty()) return 0;
+  if (options_.out_dims.size() == 1) return options_.out_dims[0];
+  STRATA_CHECK(element.has_value() && *element < options_.out_dims.size(), "vmap", "out_dims has ",
+               options_.out_dims.size(), " entries but ",
+               element ? "the result has more elements" : "the result is not a tuple or pair");
+  return options_.out_dims[*element];
+}
+
+Tensor VmapCall::unwrap_output(const Tensor& t, std::optional<int64_t> out_dim) const {
+  BatchedTensorImpl* b = batched_at_level(t, level_);
+  if (!out_dim) {
+    STRATA_CHECK(b == nullptr, "vmap",
+                 "an output with out_dim none is batched (shape of one sample ",
+                 shape_string(t.sizes()), "); give it an out_dim");
+    return t;
+  }
+  const int64_t rank = t.dim() + 1;
+  std::ostringstream what;
+  what << "out_dim " << *out_dim << " of an output whose samples have shape "
+       << shape_string(t.sizes());
+  const int64_t d = wrap_dim(*out_dim, rank, what.str());
+  if (b == nullptr) {
+    DimVector sizes(t.sizes());
+    sizes.insert(static_cast<size_t>(d), chunk_size_);
+    return t.unsqueeze(d).expand(sizes);
+  }
+  return b->bdim() == d ? b->value() : b->value().movedim(b->bdim(), d);
+}
+
+Tensor VmapCall::join(const std::vector<Tensor>& chunks, std::optional<int64_t> out_dim) {
+  if (!out_dim) return chunks.front();
+  const int64_t rank = chunks.front().dim();
+  return cat(chunks, *out_dim < 0 ? *out_dim + rank : *out_dim);
+}
+
+}  // namespace strata::batching

@@ -1,0 +1,107 @@
+#include "transforms/vmap/vmap_interpreter.h"
+
+#include <optional>
+#include <vector>
+
+#include "dispatcher/dispatcher.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "transforms/vmap/batching.h"
+
+namespace strata::batching {
+namespace {
+
+// Random ops are the ones that take a generator.
+std::optional<size_t> generator_argument(const FunctionSchema& schema) {
+  const std::vector<Argument>& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].type.kind == SchemaType::Kind::Generator) return i;
+  }
+  return std::nullopt;
+}
+
+// The seed of sample `index`'s stream (splitmix64 of the seed and the index):
+// distinct per sample, and a pure function of the sample's place in the batch.
+uint64_t sample_seed(uint64_t seed, int64_t index) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(index) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+bool any_batched(const Stack& stack, size_t first, int64_t level) {
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (stack[i].is_tensor() && batched_at_level(stack[i].to_tensor(), level)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* to_string(Randomness randomness) {
+  switch (randomness) {
+    case Randomness::Error: return "Error";
+    case Randomness::Different: return "Different";
+    case Randomness::Same: return "Same";
+  }
+  return "?";
+}
+
+void VmapInterpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  if (std::optional<size_t> generator = generator_argument(op.schema())) {
+    const size_t first = stack.size() - op.schema().arguments().size();
+    const bool batched_input = any_batched(stack, first, top_layer("vmap").level);
+    if (randomness_ != Randomness::Same || batched_input) {
+      process_random(op, stack, *generator);
+      return;
+    }
+  }
+  Interpreter::process(op, keys, stack);
+}
+
+void VmapInterpreter::process_random(const OperatorHandle& op, Stack& stack,
+                                     size_t generator_arg) {
+  const char* name = op.operator_name().name.c_str();
+  STRATA_CHECK(randomness_ != Randomness::Error, name,
+               "is a random operation inside vmap (", describe_layer_stack(),
+               ", batch size ", batch_size_,
+               ") with randomness = Error; pass randomness = Different (every sample draws "
+               "its own numbers) or Same (every sample gets the same numbers)");
+  LocalDispatchKeySetRestorer restore;
+  LocalDispatchKeySet& local = local_dispatch_key_set();
+  local.excluded |= (kAllTransformKeys - keys()) | DispatchKeySet(DispatchKey::DynamicLayerFront);
+  local.included |= DispatchKeySet(DispatchKey::DynamicLayerBack);
+
+  const size_t first = stack.size() - op.schema().arguments().size();
+  const IValue& given = stack[first + generator_arg];
+  const Generator generator = given.is_none() ? default_generator() : given.to_generator();
+  if (replay_->next == replay_->starts.size()) replay_->starts.push_back(generator.offset());
+  const uint64_t start = replay_->starts[replay_->next++];
+
+  std::vector<Generator> streams;
+  streams.reserve(static_cast<size_t>(batch_size_));
+  call_per_sample(op, stack, {top_layer(name).level, batch_size_}, [&](int64_t b, Stack& sample) {
+    const uint64_t seed = randomness_ == Randomness::Same
+                              ? generator.seed()
+                              : sample_seed(generator.seed(), first_sample_ + b);
+    streams.emplace_back(seed);
+    streams.back().set_offset(start);
+    sample[generator_arg] = streams.back();
+  });
+  uint64_t used = 0;
+  for (const Generator& s : streams) used = std::max(used, s.offset() - start);
+  generator.set_offset(start + used);
+}
+
+VmapLevel current_vmap_level(const char* op) {
+  STRATA_CHECK(!layer_stack_empty(), op,
+               "got a batched tensor of a vmap that has already returned; return the tensor "
+               "from the function being vmapped instead of keeping it");
+  const DynamicLayer& top = top_layer(op);
+  STRATA_CHECK(top.interpreter->kind() == TransformKind::Vmap, op,
+               "got a batched tensor of a vmap that has already returned (the layers running "
+               "now: ", describe_layer_stack(), ")");
+  return {top.level, static_cast<const VmapInterpreter&>(*top.interpreter).batch_size()};
+}
+
+}  // namespace strata::batching
