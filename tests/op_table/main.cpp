@@ -17,5 +17,6 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   strata::testing::register_forward_tests();
   strata::testing::register_grad_tests();
+  strata::testing::register_vmap_tests();
   return RUN_ALL_TESTS();
 }

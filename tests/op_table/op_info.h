@@ -86,6 +86,7 @@ struct OpInfoRegistrar {
 // Called by the op-table test binary's main() once every entry is registered.
 void register_forward_tests();
 void register_grad_tests();
+void register_vmap_tests();
 // op x {forward, grad, jvp, vmap, vmap∘grad}: what the table checks for each op.
 void print_coverage_matrix(std::ostream& out);
 

@@ -26,18 +26,10 @@ Tensor batch_first_expanded(const BatchedArg& arg, int64_t batch_size) {
 Tensor batch_first_padded(const BatchedArg& arg, int64_t rank) {
   if (!arg.bdim) return arg.value;
   Tensor value = batch_first(arg);
-  const int64_t missing = rank - arg.logical_dim();
-  if (missing <= 0) return value;
-  DimVector sizes{value.sizes()[0]};
-  for (int64_t i = 0; i < missing; ++i) sizes.push_back(1);
-  for (int64_t d = 1; d < value.dim(); ++d) sizes.push_back(value.sizes()[static_cast<size_t>(d)]);
-  // Size-1 dims can go anywhere without moving data, so this is always a view.
-  DimVector strides{value.strides()[0]};
-  for (int64_t i = 0; i < missing; ++i) strides.push_back(1);
-  for (int64_t d = 1; d < value.dim(); ++d) {
-    strides.push_back(value.strides()[static_cast<size_t>(d)]);
+  for (int64_t missing = rank - arg.logical_dim(); missing > 0; --missing) {
+    value = value.unsqueeze(1);
   }
-  return value.as_strided(sizes, strides, value.storage_offset());
+  return value;
 }
 
 int64_t batch_first_dim(int64_t dim, int64_t rank, const char* op) {
