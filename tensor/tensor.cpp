@@ -87,15 +87,25 @@ void for_each_element(const Tensor& t, F&& f) {
 
 }  // namespace
 
+namespace {
+
+// Every value of t in row-major order, converted to T; `what` names the caller.
 template <class T>
-std::vector<T> Tensor::to_vector() const {
-  const Tensor source = readable_values(*this, "Tensor::to_vector");
+std::vector<T> read_values(const Tensor& t, const char* what) {
+  const Tensor source = readable_values(t, what);
   std::vector<T> values;
-  values.reserve(static_cast<size_t>(numel()));
-  STRATA_DISPATCH_ALL_TYPES(dtype(), "Tensor::to_vector", [&] {
+  values.reserve(static_cast<size_t>(t.numel()));
+  STRATA_DISPATCH_ALL_TYPES(t.dtype(), what, [&] {
     for_each_element<scalar_t>(source, [&](scalar_t v) { values.push_back(static_cast<T>(v)); });
   });
   return values;
+}
+
+}  // namespace
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  return read_values<T>(*this, "Tensor::to_vector");
 }
 
 template <class T>
@@ -103,7 +113,7 @@ T Tensor::item() const {
   STRATA_CHECK(defined(), "Tensor::item", "called on an undefined tensor");
   STRATA_CHECK(numel() == 1, "Tensor::item", "a tensor with ", numel(),
                " elements cannot be converted to a number (shape ", shape_string(sizes()), ")");
-  return to_vector<T>()[0];
+  return read_values<T>(*this, "Tensor::item")[0];
 }
 
 #define STRATA_INSTANTIATE_ACCESSORS(T)    \

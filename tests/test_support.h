@@ -49,9 +49,9 @@ inline ::testing::AssertionResult allclose(const Tensor& actual, const Tensor& e
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) && std::isnan(e[i])) continue;
     if (!(std::abs(a[i] - e[i]) <= atol + rtol * std::abs(e[i]))) {
-      return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << " != expected "
-                                           << e[i] << " (shape " << shape_string(actual.sizes())
-                                           << ")";
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << a[i] << " != expected " << e[i] << " (shape "
+             << shape_string(actual.sizes()) << ")";
     }
   }
   return ::testing::AssertionSuccess();

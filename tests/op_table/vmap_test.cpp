@@ -54,12 +54,17 @@ Inputs call_vmap(const F& f, const Inputs& x, const VmapOptions& options) {
     case 2:
       return vmap([&](const Tensor& a, const Tensor& b) { return f({a, b}); }, options)(x[0], x[1]);
     case 3:
-      return vmap([&](const Tensor& a, const Tensor& b, const Tensor& c) { return f({a, b, c}); },
-                  options)(x[0], x[1], x[2]);
+      return vmap(
+          [&](const Tensor& a, const Tensor& b, const Tensor& c) {
+            return f({a, b, c});
+          },
+          options)(x[0], x[1], x[2]);
     case 4:
-      return vmap([&](const Tensor& a, const Tensor& b, const Tensor& c,
-                      const Tensor& d) { return f({a, b, c, d}); },
-                  options)(x[0], x[1], x[2], x[3]);
+      return vmap(
+          [&](const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {
+            return f({a, b, c, d});
+          },
+          options)(x[0], x[1], x[2], x[3]);
     default: throw std::runtime_error("call_vmap: too many inputs");
   }
 }
@@ -268,8 +273,7 @@ std::optional<std::string> run_vmap_grad_check(const OpInfo& info) {
     }
     ++checked;
     try {
-      const Inputs actual =
-          vmap(grad(loss), {.in_dims = {0, none}})(batched, others);
+      const Inputs actual = vmap(grad(loss), {.in_dims = {0, none}})(batched, others);
       for (size_t i = 0; i < floating.size(); ++i) {
         Inputs expected_rows;
         for (int64_t b = 0; b < kBatch; ++b) {
@@ -277,8 +281,8 @@ std::optional<std::string> run_vmap_grad_check(const OpInfo& info) {
           for (const Tensor& t : batched) x.push_back(t.select(0, b));
           expected_rows.push_back(grad(loss)(x, others)[i]);
         }
-        ::testing::AssertionResult close = allclose(actual[i], stack(expected_rows, 0),
-                                                    tol.atol + 1e-12, tol.rtol + 1e-12);
+        ::testing::AssertionResult close =
+            allclose(actual[i], stack(expected_rows, 0), tol.atol + 1e-12, tol.rtol + 1e-12);
         if (!close) {
           return "sample '" + sample.description + "', gradient of input " + std::to_string(i) +
                  ": " + close.message();

@@ -30,7 +30,8 @@ TEST(Vmap, BroadcastsAnUnbatchedArgumentOfHigherRank) {
   const st::Tensor m = st::randn({2, 3}, gen, st::kFloat64);
   auto f = [](const st::Tensor& x, const st::Tensor& y) { return x * y; };
   const st::Tensor out = st::vmap(f, {.in_dims = {0, st::none}})(xs, m);
-  EXPECT_TRUE(st::testing::allclose(out, loop_over([&](const st::Tensor& x) { return x * m; }, xs)));
+  EXPECT_TRUE(
+      st::testing::allclose(out, loop_over([&](const st::Tensor& x) { return x * m; }, xs)));
 }
 
 TEST(Vmap, BatchDimAtTheEndAndOutDimLast) {

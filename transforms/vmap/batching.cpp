@@ -41,8 +41,8 @@ int64_t batch_first_dim(int64_t dim, int64_t rank, const char* op) {
 
 void check_inplace_target(const char* op, const BatchedArg& self, bool any_batched,
                           int64_t batch_size) {
-  STRATA_CHECK(self.batched() || !any_batched, op,
-               "cannot write a batched value (vmap batch size ", batch_size,
+  STRATA_CHECK(self.batched() || !any_batched, op, "cannot write a batched value (",
+               describe_layer_stack(), ", batch size ", batch_size,
                ") into the unbatched tensor of shape ", shape_string(self.value.sizes()),
                ": one tensor cannot hold a different value per sample. Create the tensor from "
                "a batched one (e.g. zeros_like(x) instead of zeros(shape)) or use the "
@@ -85,8 +85,7 @@ void pointwise_rule(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
     operands.push_back(t);
   }
   if (mixed_dtypes) {
-    cast_batched_scalars(stack, first, result_type(ArrayRef<Tensor>(operands)),
-                         at.level);
+    cast_batched_scalars(stack, first, result_type(ArrayRef<Tensor>(operands)), at.level);
   }
 
   int64_t rank = 0;
@@ -116,7 +115,8 @@ void pointwise_rule(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   }
   for (size_t i = first; i < stack.size(); ++i) {
     if (stack[i].is_tensor()) {
-      stack[i] = make_batched(stack[i].to_tensor(), any_batched ? std::optional<int64_t>(0) : std::nullopt, at.level);
+      stack[i] = make_batched(stack[i].to_tensor(),
+                              any_batched ? std::optional<int64_t>(0) : std::nullopt, at.level);
     }
   }
 }

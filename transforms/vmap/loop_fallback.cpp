@@ -65,9 +65,8 @@ Tensor stack_samples(std::vector<Tensor>& samples, int64_t level) {
 
 void loop_fallback(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   const OperatorName& name = op.operator_name();
-  STRATA_CHECK(loop_fallback_enabled(), name.name.c_str(),
-               "has no batching rule (", describe_layer_stack(),
-               ") and the vmap loop fallback is switched off");
+  STRATA_CHECK(loop_fallback_enabled(), name.name.c_str(), "has no batching rule (",
+               describe_layer_stack(), ") and the vmap loop fallback is switched off");
   warn_once(name);
   call_per_sample(op, stack, current_vmap_level(name.name.c_str()));
 }

@@ -30,11 +30,11 @@ Out unwrap_result(const VmapCall& call, const Out& out) {
       return Out{tree::map(std::get<I>(out), [&](const Tensor& t) {
         return call.unwrap_output(t, call.out_dim(I));
       })...};
-    }(std::make_index_sequence<std::tuple_size_v<Out>>());
+    }
+    (std::make_index_sequence<std::tuple_size_v<Out>>());
   } else {
-    return tree::map(out, [&](const Tensor& t) {
-      return call.unwrap_output(t, call.out_dim(std::nullopt));
-    });
+    return tree::map(
+        out, [&](const Tensor& t) { return call.unwrap_output(t, call.out_dim(std::nullopt)); });
   }
 }
 
@@ -45,7 +45,8 @@ std::vector<std::optional<int64_t>> leaf_out_dims(const VmapCall& call, const Ou
   if constexpr (IsTupleLike<Out>::value) {
     [&]<size_t... I>(std::index_sequence<I...>) {
       (dims.insert(dims.end(), tree::num_leaves(std::get<I>(out)), call.out_dim(I)), ...);
-    }(std::make_index_sequence<std::tuple_size_v<Out>>());
+    }
+    (std::make_index_sequence<std::tuple_size_v<Out>>());
   } else {
     dims.assign(tree::num_leaves(out), call.out_dim(std::nullopt));
   }
@@ -62,7 +63,8 @@ class VmapTransform {
     VmapCall call(options_, sizeof...(Args));
     [&]<size_t... I>(std::index_sequence<I...>) {
       (tree::for_each_leaf(args, [&](const Tensor& t) { call.observe(I, t); }), ...);
-    }(std::index_sequence_for<Args...>());
+    }
+    (std::index_sequence_for<Args...>());
     call.finish_observing();
     const auto chunks = call.chunks();
     if (chunks.size() == 1) return run_chunk(call, 0, call.batch_size(), args...);
@@ -92,7 +94,8 @@ class VmapTransform {
     auto wrapped = [&]<size_t... I>(std::index_sequence<I...>) {
       return std::tuple<Args...>{
           tree::map(args, [&](const Tensor& t) { return call.wrap(I, t); })...};
-    }(std::index_sequence_for<Args...>());
+    }
+    (std::index_sequence_for<Args...>());
     using Out = std::decay_t<decltype(std::apply(f_, wrapped))>;
     const Out out = std::apply(f_, wrapped);
     // Batched outputs keep their values after the layer is gone.

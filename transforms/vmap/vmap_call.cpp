@@ -9,10 +9,15 @@
 namespace strata::batching {
 namespace {
 
+// "vmap" or "vmap inside grad(level 1)", for messages about a call being set up.
+std::string transform_name() {
+  return layer_stack_empty() ? "vmap" : "vmap inside " + describe_layer_stack();
+}
+
 // Wraps dim into [0, rank); throws naming `what` when it is out of range.
 int64_t wrap_dim(int64_t dim, int64_t rank, const std::string& what) {
-  STRATA_CHECK(dim >= -rank && dim < rank, "vmap", what, " is out of range for rank ", rank,
-               " (valid: ", -rank, " to ", rank - 1, ")");
+  STRATA_CHECK(dim >= -rank && dim < rank, transform_name().c_str(), what,
+               " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
   return dim < 0 ? dim + rank : dim;
 }
 
@@ -26,9 +31,10 @@ std::string describe_argument(size_t arg, const Tensor& t, int64_t dim) {
 
 VmapCall::VmapCall(const VmapOptions& options, size_t num_args)
     : options_(options), num_args_(num_args) {
-  STRATA_CHECK(options.in_dims.empty() || options.in_dims.size() == num_args, "vmap",
-               "in_dims has ", options.in_dims.size(), " entries but the function was called with ",
-               num_args, " arguments (give one entry per argument, none for unbatched ones)");
+  STRATA_CHECK(options.in_dims.empty() || options.in_dims.size() == num_args,
+               transform_name().c_str(), "in_dims has ", options.in_dims.size(),
+               " entries but the function was called with ", num_args,
+               " arguments (give one entry per argument, none for unbatched ones)");
   STRATA_CHECK(options.chunk_size >= 0, "vmap", "chunk_size must be >= 0, got ",
                options.chunk_size);
 }
@@ -51,16 +57,17 @@ void VmapCall::observe(size_t arg, const Tensor& t) {
     first_batched_ = describe_argument(arg, t, *dim);
     return;
   }
-  STRATA_CHECK(size == batch_size_, "vmap", "batch sizes disagree: ", first_batched_,
-               " has batch size ", batch_size_, " but ", describe_argument(arg, t, *dim),
-               " has batch size ", size);
+  STRATA_CHECK(size == batch_size_, transform_name().c_str(),
+               "batch sizes disagree: ", first_batched_, " has batch size ", batch_size_, " but ",
+               describe_argument(arg, t, *dim), " has batch size ", size);
 }
 
 void VmapCall::finish_observing() {
-  STRATA_CHECK(batch_size_ >= 0, "vmap",
+  STRATA_CHECK(batch_size_ >= 0, transform_name().c_str(),
                "no argument is batched: in_dims are all none or the batched arguments hold "
-               "no tensors (", num_args_, " arguments)");
-  STRATA_CHECK(batch_size_ > 0, "vmap", "the batch is empty: ", first_batched_,
+               "no tensors (",
+               num_args_, " arguments)");
+  STRATA_CHECK(batch_size_ > 0, transform_name().c_str(), "the batch is empty: ", first_batched_,
                " has size 0 along its in_dim");
 }
 

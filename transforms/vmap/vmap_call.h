@@ -18,10 +18,10 @@ using batching::Randomness;
 struct VmapOptions {
   // One entry per top-level argument, applied to each of its tensor leaves
   // (negative dims count from the end; none: not batched). Empty: 0 for all.
-  std::vector<std::optional<int64_t>> in_dims;
+  std::vector<std::optional<int64_t>> in_dims = {};
   // One entry per element of a tuple or pair result, or one for the whole
   // result. Empty: 0.
-  std::vector<std::optional<int64_t>> out_dims;
+  std::vector<std::optional<int64_t>> out_dims = {};
   Randomness randomness = Randomness::Error;
   // Samples per call of the function (bounds memory); 0: the whole batch at once.
   int64_t chunk_size = 0;

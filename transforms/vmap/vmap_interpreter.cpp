@@ -59,12 +59,10 @@ void VmapInterpreter::process(const OperatorHandle& op, DispatchKeySet keys, Sta
   Interpreter::process(op, keys, stack);
 }
 
-void VmapInterpreter::process_random(const OperatorHandle& op, Stack& stack,
-                                     size_t generator_arg) {
+void VmapInterpreter::process_random(const OperatorHandle& op, Stack& stack, size_t generator_arg) {
   const char* name = op.operator_name().name.c_str();
-  STRATA_CHECK(randomness_ != Randomness::Error, name,
-               "is a random operation inside vmap (", describe_layer_stack(),
-               ", batch size ", batch_size_,
+  STRATA_CHECK(randomness_ != Randomness::Error, name, "is a random operation inside vmap (",
+               describe_layer_stack(), ", batch size ", batch_size_,
                ") with randomness = Error; pass randomness = Different (every sample draws "
                "its own numbers) or Same (every sample gets the same numbers)");
   LocalDispatchKeySetRestorer restore;
@@ -100,7 +98,8 @@ VmapLevel current_vmap_level(const char* op) {
   const DynamicLayer& top = top_layer(op);
   STRATA_CHECK(top.interpreter->kind() == TransformKind::Vmap, op,
                "got a batched tensor of a vmap that has already returned (the layers running "
-               "now: ", describe_layer_stack(), ")");
+               "now: ",
+               describe_layer_stack(), ")");
   return {top.level, static_cast<const VmapInterpreter&>(*top.interpreter).batch_size()};
 }
 
