@@ -95,15 +95,193 @@ TEST(VmapCompose, GradOfVmapOfASummedOutput) {
   EXPECT_TRUE(st::testing::allclose(st::grad(f)(xs), expected));
 }
 
-TEST(VmapFallback, AnOpWithoutARuleLoopsAndCanBeSwitchedOff) {
-  st::Generator gen(8);
-  const st::Tensor xs = st::randn({3, 4}, gen, st::kFloat64);
-  auto f = [](const st::Tensor& x) { return x.logsumexp({0}); };
-  EXPECT_TRUE(st::testing::allclose(st::vmap(f)(xs), loop_over(f, xs)));
+}  // namespace
+
+namespace {
+
+using Params = std::map<std::string, st::Tensor>;
+
+TEST(VmapTrees, MapArgumentsAndTupleResultsWithOutDimsPerElement) {
+  st::Generator gen(9);
+  const Params p{{"a", st::randn({4, 3}, gen, st::kFloat64)},
+                 {"b", st::randn({4}, gen, st::kFloat64)}};
+  const st::Tensor x = st::randn({3}, gen, st::kFloat64);
+  auto f = [](const Params& q, const st::Tensor& v, double scale) {
+    return std::tuple{q.at("a") * v * scale, q.at("b").exp()};
+  };
+  auto [first, second] =
+      st::vmap(f, {.in_dims = {0, st::none, st::none}, .out_dims = {-1, 0}})(p, x, 2.0);
+  EXPECT_TRUE(st::testing::allclose(first, (p.at("a") * x * 2.0).t()));
+  EXPECT_TRUE(st::testing::allclose(second, p.at("b").exp()));
+}
+
+TEST(VmapTrees, AnUnbatchedOutputIsBroadcastAlongTheBatch) {
+  const st::Tensor xs = st::ones({3, 2}, st::kFloat64);
+  const st::Tensor c = st::tensor({1.0, 2.0}, {2});
+  auto f = [&](const st::Tensor& x) { return std::pair{x * 2.0, c}; };
+  auto [doubled, constant] = st::vmap(f)(xs);
+  EXPECT_TRUE(st::testing::allclose(doubled, xs * 2.0));
+  EXPECT_TRUE(st::testing::allclose(constant, st::stack({c, c, c}, 0)));
+}
+
+TEST(VmapNesting, BatchDimsOfTwoLevelsOnOneTensor) {
+  st::Generator gen(10);
+  const st::Tensor a = st::randn({2, 3, 4}, gen, st::kFloat64);
+  // The inner vmap maps dim 1 of each outer sample [3, 4], i.e. a's dim 2.
+  auto g = [](const st::Tensor& v) { return v.sin() * v.sum({0}); };  // v: [3]
+  const st::Tensor out = st::vmap(st::vmap(g, {.in_dims = {1}}), {.in_dims = {0}})(a);
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 4; ++j) {
+      const st::Tensor v = a.select(0, i).select(1, j);
+      EXPECT_TRUE(st::testing::allclose(out.select(0, i).select(0, j), g(v)));
+    }
+  }
+}
+
+TEST(VmapCompose, VmapOfVmapOfGrad) {
+  st::Generator gen(11);
+  const st::Tensor xs = st::randn({2, 3, 4}, gen, st::kFloat64);
+  auto f = [](const st::Tensor& x) { return (x.tanh() * x).sum(); };
+  const st::Tensor out = st::vmap(st::vmap(st::grad(f)))(xs);
+  for (int64_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(st::testing::allclose(out.select(0, i), loop_over(st::grad(f), xs.select(0, i))));
+  }
+}
+
+TEST(VmapCompose, GradOfAFunctionThatVmapsOverCapturedWeights) {
+  st::Generator gen(12);
+  const st::Tensor w = st::randn({3}, gen, st::kFloat64);
+  const st::Tensor xs = st::randn({5, 3}, gen, st::kFloat64);
+  auto loss = [&](const st::Tensor& weights) {
+    auto per_sample = [&](const st::Tensor& x) { return (x * weights).sum().tanh(); };
+    return st::vmap(per_sample)(xs).sum();
+  };
+  const st::Tensor expected = ((1.0 - ((xs * w).sum({1}, true).tanh().pow(2.0))) * xs).sum({0});
+  EXPECT_TRUE(st::testing::allclose(st::grad(loss)(w), expected));
+}
+
+TEST(VmapInPlace, AFreshTensorFromABatchedOneTakesInPlaceWrites) {
+  const st::Tensor xs = st::arange(6).to(st::kFloat64).reshape({3, 2});
+  auto f = [](const st::Tensor& x) {
+    st::Tensor out = st::zeros_like(x);
+    out.copy_(x * 2.0);
+    out.add_(st::ones_like(x));
+    return out;
+  };
+  EXPECT_TRUE(st::testing::allclose(st::vmap(f)(xs), xs * 2.0 + 1.0));
+}
+
+TEST(VmapRandomness, SameGivesEverySampleTheSameNumbers) {
+  st::Generator gen(13);
+  auto f = [&](const st::Tensor& x) { return x + st::randn({4}, gen, st::kFloat64); };
+  const st::Tensor out =
+      st::vmap(f, {.randomness = st::Randomness::Same})(st::zeros({3, 4}, st::kFloat64));
+  EXPECT_TRUE(st::testing::allclose(out.select(0, 1), out.select(0, 0)));
+  EXPECT_TRUE(st::testing::allclose(out.select(0, 2), out.select(0, 0)));
+}
+
+TEST(VmapRandomness, DifferentGivesEachSampleItsOwnStream) {
+  st::Generator gen(14);
+  auto f = [&](const st::Tensor& x) { return x + st::randn({4}, gen, st::kFloat64); };
+  const st::Tensor out =
+      st::vmap(f, {.randomness = st::Randomness::Different})(st::zeros({3, 4}, st::kFloat64));
+  EXPECT_FALSE(st::testing::allclose(out.select(0, 1), out.select(0, 0)));
+  EXPECT_FALSE(st::testing::allclose(out.select(0, 2), out.select(0, 1)));
+}
+
+TEST(VmapRandomness, DifferentDoesNotDependOnTheChunkSize) {
+  auto run = [](int64_t chunk_size) {
+    st::Generator gen(15);
+    auto f = [&](const st::Tensor& p) {
+      return st::bernoulli(p, gen).to(st::kFloat64) + st::randn({2}, gen, st::kFloat64);
+    };
+    const st::Tensor ps = st::full({7, 2}, 0.5, st::kFloat64);
+    st::Tensor out =
+        st::vmap(f, {.randomness = st::Randomness::Different, .chunk_size = chunk_size})(ps);
+    // The generator moved on by the same amount whatever the chunking.
+    return std::pair{out, st::randn({1}, gen, st::kFloat64)};
+  };
+  const auto [whole, next_whole] = run(0);
+  for (int64_t chunk : {1, 3}) {
+    const auto [chunked, next_chunked] = run(chunk);
+    EXPECT_TRUE(st::testing::allclose(chunked, whole)) << "chunk_size " << chunk;
+    EXPECT_TRUE(st::testing::allclose(next_chunked, next_whole)) << "chunk_size " << chunk;
+  }
+}
+
+TEST(VmapRandomness, SameWithABatchedProbability) {
+  st::Generator gen(16);
+  // Sample b keeps an element iff u < p_b for one shared u: a higher p keeps a superset.
+  const st::Tensor ps =
+      st::stack({st::full({64}, 0.2, st::kFloat64), st::full({64}, 0.7, st::kFloat64)}, 0);
+  auto f = [&](const st::Tensor& p) { return st::bernoulli(p, gen); };
+  const st::Tensor out = st::vmap(f, {.randomness = st::Randomness::Same})(ps);
+  const std::vector<double> low = out.select(0, 0).to_vector<double>();
+  const std::vector<double> high = out.select(0, 1).to_vector<double>();
+  for (size_t i = 0; i < low.size(); ++i) EXPECT_LE(low[i], high[i]) << i;
+}
+
+}  // namespace
+
+namespace {
+
+// An op with only a CPU kernel: under vmap it takes the loop fallback.
+STRATA_LIBRARY(vmap_test, m) {
+  m.def("twice(Tensor self) -> Tensor");
+  m.def("twice_(Tensor(a!) self) -> Tensor(a!)");
+}
+STRATA_LIBRARY_IMPL(vmap_test, CPU, m) {
+  m.impl("twice", [](const st::Tensor& self) { return self * 2.0; });
+  m.impl("twice_",
+         [](const st::Tensor& self) -> const st::Tensor& { return self.copy_(self * 2.0); });
+}
+
+st::Tensor twice(const st::Tensor& x) {
+  return st::Dispatcher::singleton()
+      .findSchemaOrThrow("vmap_test::twice", "")
+      .typed<st::Tensor(const st::Tensor&)>()
+      .call(x);
+}
+const st::Tensor& twice_(const st::Tensor& x) {
+  return st::Dispatcher::singleton()
+      .findSchemaOrThrow("vmap_test::twice_", "")
+      .typed<const st::Tensor&(const st::Tensor&)>()
+      .call(x);
+}
+
+TEST(VmapFallback, LoopsOverTheBatchAndWarnsOncePerOp) {
+  const st::Tensor xs = st::arange(6).to(st::kFloat64).reshape({2, 3});
+  ::testing::internal::CaptureStderr();
+  const st::Tensor first = st::vmap(&twice, {.in_dims = {1}})(xs);
+  const st::Tensor second = st::vmap(&twice)(xs);
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(st::testing::allclose(first, xs.t() * 2.0));
+  EXPECT_TRUE(st::testing::allclose(second, xs * 2.0));
+  const std::string expected = "no batching rule for vmap_test::twice;";
+  const size_t at = warnings.find(expected);
+  ASSERT_NE(at, std::string::npos) << warnings;
+  EXPECT_EQ(warnings.find(expected, at + 1), std::string::npos) << "warned twice: " << warnings;
+}
+
+TEST(VmapFallback, InPlaceLoopWritesEverySampleOfTheBatchedSelf) {
+  const st::Tensor xs = st::arange(6).to(st::kFloat64).reshape({3, 2});
+  auto f = [](const st::Tensor& x) {
+    st::Tensor y = x.clone();
+    twice_(y);
+    return y;
+  };
+  EXPECT_TRUE(
+      st::testing::allclose(st::vmap(f, {.in_dims = {-1}, .out_dims = {-1}})(xs), xs * 2.0));
+}
+
+TEST(VmapFallback, SwitchedOffItIsAnErrorNamingTheOp) {
   st::batching::set_loop_fallback_enabled(false);
-  const std::string message = st::testing::error_message([&] { st::vmap(f)(xs); });
+  const std::string message = st::testing::error_message([] {
+    st::vmap (&twice)(st::ones({2, 3}, st::kFloat64));
+  });
   st::batching::set_loop_fallback_enabled(true);
-  st::testing::expect_contains(message, {"logsumexp", "no batching rule", "vmap(level"});
+  st::testing::expect_contains(message, {"vmap_test::twice", "no batching rule", "vmap(level",
+                                         "loop fallback is switched off"});
 }
 
 }  // namespace

@@ -65,10 +65,16 @@ Tensor stack_samples(std::vector<Tensor>& samples, int64_t level) {
 
 void loop_fallback(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   const OperatorName& name = op.operator_name();
+  const VmapLevel at = current_vmap_level(name.name.c_str());
+  // Nothing batched at this level (constants, or tensors of outer levels): one call does.
+  if (!any_batched_argument(stack, stack.size() - op.schema().arguments().size(), at.level)) {
+    call_below(op, stack);
+    return;
+  }
   STRATA_CHECK(loop_fallback_enabled(), name.name.c_str(), "has no batching rule (",
                describe_layer_stack(), ") and the vmap loop fallback is switched off");
   warn_once(name);
-  call_per_sample(op, stack, current_vmap_level(name.name.c_str()));
+  call_per_sample(op, stack, at);
 }
 
 STRATA_LIBRARY_IMPL(_, Batched, m) { m.fallback(KernelFunction::from_boxed(&loop_fallback)); }
