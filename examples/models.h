@@ -1,0 +1,129 @@
+#pragma once
+
+// The two models of the per-sample-gradient workloads (issue 5), shared by the
+// examples and bench/vmap.cpp: an MLP 784-128-10 and the small MNIST-shaped CNN,
+// both with a std::map of parameters and a mean cross-entropy loss, plus the
+// per-sample loop every vmap(grad) result is checked against. The deterministic
+// initialisation follows ../shared/peers/torch's scripts, so the numbers compare
+// with theirs.
+
+#include <strata/strata.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace models {
+
+namespace st = strata;
+using Params = std::map<std::string, st::Tensor>;
+
+// sin(a i + b) over the flattened index i, computed in Float64 and stored as
+// Float32 (the peer scripts' det()).
+inline st::Tensor det(const st::Shape& shape, double a, double b = 0.0) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return (st::arange(n, st::kFloat64) * a + b).sin().to(st::kFloat32).reshape(shape);
+}
+
+// Labels (7 i + 3) mod 10, as the peer scripts make them.
+inline st::Tensor peer_labels(int64_t batch) {
+  std::vector<int64_t> labels(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7 + 3) % 10;
+  return st::tensor(labels, {batch});
+}
+
+inline Params mlp_params() {
+  return {{"w1", det({128, 784}, 0.61) * (1.0 / 28.0)},
+          {"b1", det({128}, 0.23) * 0.1},
+          {"w2", det({10, 128}, 0.79) * (1.0 / 11.3)},
+          {"b2", det({10}, 0.41) * 0.1}};
+}
+
+// x [N, 784] -> logits [N, 10].
+inline st::Tensor mlp(const Params& p, const st::Tensor& x) {
+  st::Tensor h = st::nn::linear(x, p.at("w1"), p.at("b1")).relu();
+  return st::nn::linear(h, p.at("w2"), p.at("b2"));
+}
+
+// One sample: x [784], y [] (an Int64 class).
+inline st::Tensor mlp_sample_loss(const Params& p, const st::Tensor& x, const st::Tensor& y) {
+  return st::nn::cross_entropy(mlp(p, x.unsqueeze(0)), y.unsqueeze(0));
+}
+
+// conv 1->32 3x3, conv 32->64 3x3, fc 9216->128, fc 128->10; weights scaled by
+// 1/sqrt(fan-in), biases by 1/10, in the order of the peer's parameters().
+inline Params cnn_params() {
+  const std::vector<std::pair<std::string, st::Shape>> shapes = {
+      {"conv1.weight", {32, 1, 3, 3}},  {"conv1.bias", {32}},
+      {"conv2.weight", {64, 32, 3, 3}}, {"conv2.bias", {64}},
+      {"fc1.weight", {128, 9216}},      {"fc1.bias", {128}},
+      {"fc2.weight", {10, 128}},        {"fc2.bias", {10}}};
+  Params params;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& [name, shape] = shapes[i];
+    int64_t fan_in = 1;
+    for (size_t d = 1; d < shape.size(); ++d) fan_in *= shape[d];
+    const double scale = shape.size() > 1 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.1;
+    params.emplace(name, det(shape, 0.31 + 0.1 * static_cast<double>(i)) * scale);
+  }
+  return params;
+}
+
+// x [N, 1, 28, 28] -> logits [N, 10].
+inline st::Tensor cnn(const Params& p, const st::Tensor& x) {
+  st::Tensor h = st::nn::conv2d(x, p.at("conv1.weight"), p.at("conv1.bias")).relu();
+  h = st::nn::conv2d(h, p.at("conv2.weight"), p.at("conv2.bias")).relu();
+  h = st::nn::max_pool2d(h, 2).flatten(1);
+  h = st::nn::linear(h, p.at("fc1.weight"), p.at("fc1.bias")).relu();
+  return st::nn::linear(h, p.at("fc2.weight"), p.at("fc2.bias"));
+}
+
+// One sample: x [1, 28, 28], y [].
+inline st::Tensor cnn_sample_loss(const Params& p, const st::Tensor& x, const st::Tensor& y) {
+  return st::nn::cross_entropy(cnn(p, x.unsqueeze(0)), y.unsqueeze(0));
+}
+
+// The per-sample gradients one at a time: grad of the sample loss per sample,
+// stacked. The reference every vmap(grad) result is checked against.
+template <class SampleLoss>
+Params per_sample_loop(SampleLoss loss, const Params& params, const st::Tensor& x,
+                       const st::Tensor& y) {
+  std::map<std::string, std::vector<st::Tensor>> parts;
+  auto grad = st::grad(loss);
+  for (int64_t i = 0; i < x.size(0); ++i) {
+    for (auto& [name, g] : grad(params, x.select(0, i), y.select(0, i))) parts[name].push_back(g);
+  }
+  Params stacked;
+  for (const auto& [name, gs] : parts) stacked.emplace(name, st::stack(gs, 0));
+  return stacked;
+}
+
+// The largest |a - b|, and whether it is within 1e-5 + 1e-4 max |reference| (Float32
+// results of the same math summed in different orders).
+struct Agreement {
+  double max_abs_diff;
+  bool ok;
+};
+inline Agreement agreement(const st::Tensor& a, const st::Tensor& reference) {
+  const double diff = (a - reference).abs().amax().item<double>();
+  return {diff, diff <= 1e-5 + 1e-4 * reference.abs().amax().item<double>()};
+}
+
+// The fastest of `reps` calls of f, in milliseconds (the first call warms caches).
+template <class F>
+double best_ms(F&& f, int reps = 5) {
+  double best = 1e300;
+  for (int r = 0; r <= reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    if (r > 0) best = std::min(best, took.count());
+  }
+  return best;
+}
+
+}  // namespace models
