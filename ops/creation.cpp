@@ -18,6 +18,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -226,6 +227,14 @@ STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   for (const char* name : {"empty_like", "zeros_like", "ones_like", "full_like"}) {
     m.impl(name, autograd::non_differentiable());
+  }
+}
+
+// A tensor made like a batched one is batched like it: each sample gets a tensor
+// of its own shape, as a pointwise op's output has its input's shape.
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  for (const char* name : {"empty_like", "zeros_like", "ones_like", "full_like"}) {
+    m.impl(name, batching::pointwise_batch_rule());
   }
 }
 

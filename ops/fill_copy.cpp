@@ -7,6 +7,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -40,9 +41,10 @@ Tensor clone_composite(const Tensor& self) {
   return out;
 }
 
+// empty_like, not empty: inside vmap the copy is batched like self.
 Tensor to_dtype_composite(const Tensor& self, ScalarType dtype) {
   if (self.dtype() == dtype) return self;
-  Tensor out = empty(self.sizes(), dtype, self.device());
+  Tensor out = empty_like(self, dtype);
   out.copy_(self);
   return out;
 }
@@ -94,6 +96,36 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("fill_.Scalar", derivative({.backward = &overwrite_backward}));
   m.impl("copy_", derivative({.backward = &pass_through_backward<1>}));
   m.impl("clone", derivative({.backward = &pass_through_backward<0>}));
+}
+
+// ---- batching rules (Note [Batching rules]) ---------------------------------------
+
+// copy_ broadcasts src into self, so it is pointwise; but its own rule, as the
+// pointwise one would cast a batched 0-dim self to src's dtype, a copy that the
+// write would go to.
+void copy_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const batching::VmapLevel at = batching::current_vmap_level("strata::copy_");
+  const size_t first = stack.size() - op.schema().arguments().size();
+  const Tensor self = stack[first].to_tensor();
+  const batching::BatchedArg dst = batching::unwrap(self, at.level);
+  const batching::BatchedArg src = batching::unwrap(stack[first + 1].to_tensor(), at.level);
+  if (!dst.batched() && !src.batched()) {
+    batching::call_below(op, stack);
+    return;
+  }
+  batching::check_inplace_target("strata::copy_", dst, src.batched(), at.batch_size);
+  stack[first] = batching::batch_first(dst);
+  stack[first + 1] = batching::batch_first_padded(src, dst.logical_dim());
+  batching::call_below(op, stack);
+  stack.back() = self;
+}
+
+// fill_ writes every element of its batched self, and clone copies each sample
+// into a tensor of its shape: both are pointwise.
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("fill_.Scalar", batching::pointwise_batch_rule());
+  m.impl("clone", batching::pointwise_batch_rule());
+  m.impl("copy_", KernelFunction::from_boxed(&copy_batched));
 }
 
 }  // namespace

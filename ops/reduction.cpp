@@ -2,6 +2,7 @@
 // logsumexp, var/std and norm, over any set of dims with keepdim.
 #include "kernels/cpu/reduction.h"
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -10,6 +11,7 @@
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -229,6 +231,142 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
   m.impl("sum", &sum_composite);
   m.impl("mean", &mean_composite);
+}
+
+// ---- batching rules (Note [Batching rules]) -------------------------------------
+// Reducing every sample over some of its dims is reducing the batch over the same
+// dims, which leaves the batch dim in place (shifted by the dims before it that
+// keepdim=false drops): no copy, whatever the batch dim.
+
+using batching::BatchedArg;
+using batching::VmapLevel;
+
+// Where the reduction of every sample happens in the batch.
+struct BatchedReduction {
+  Tensor value;               // the batch, reshaped when samples are (see below)
+  std::vector<int64_t> dims;  // the dims of `value` to reduce
+  bool keepdim;
+  int64_t out_bdim;
+  // What the result is reshaped to, when the reduction cannot leave it in shape.
+  std::optional<DimVector> out_sizes;
+};
+
+// Plans the reduction of each sample of x over `dims` (nullopt: every dim). An op
+// with `single_dim` reduces at most one dim, so every dim of a sample of rank > 1
+// is one dim of the flattened sample.
+BatchedReduction plan_batched_reduction(const BatchedArg& x,
+                                        const std::optional<std::vector<int64_t>>& dims,
+                                        bool keepdim, bool single_dim, const char* op) {
+  const int64_t rank = x.logical_dim();
+  const int64_t bdim = *x.bdim;
+  if (rank == 0) {
+    // A 0-dim sample reduces its one value: give it a size-1 dim after the batch.
+    std::vector<int64_t> physical;
+    for (int64_t d : dims.value_or(std::vector<int64_t>{})) {
+      physical.push_back(batching::batch_first_dim(d, 0, op));
+    }
+    if (physical.empty()) physical.push_back(1);
+    return {x.value.unsqueeze(1), std::move(physical), false, 0, std::nullopt};
+  }
+  if (!dims && single_dim && rank > 1) {
+    const int64_t batch_size = x.value.sizes()[bdim];
+    const int64_t sample_numel = batch_size == 0 ? 0 : x.value.numel() / batch_size;
+    std::optional<DimVector> out_sizes;
+    if (keepdim) {
+      out_sizes = DimVector(static_cast<size_t>(rank) + 1, 1);
+      (*out_sizes)[0] = batch_size;
+    }
+    return {batching::batch_first(x).reshape({batch_size, sample_numel}),
+            {1},
+            false,
+            0,
+            std::move(out_sizes)};
+  }
+  std::vector<int64_t> physical;
+  if (dims) {
+    for (int64_t d : *dims) {
+      const int64_t in_sample = batching::batch_first_dim(d, rank, op) - 1;
+      physical.push_back(in_sample < bdim ? in_sample : in_sample + 1);
+    }
+  } else {
+    for (int64_t d = 0; d <= rank; ++d) {
+      if (d != bdim) physical.push_back(d);
+    }
+  }
+  int64_t out_bdim = bdim;
+  if (!keepdim)
+    out_bdim -=
+        std::count_if(physical.begin(), physical.end(), [&](int64_t d) { return d < bdim; });
+  return {x.value, std::move(physical), keepdim, out_bdim, std::nullopt};
+}
+
+// Runs reduction `op` on the arguments on the stack, its self (argument 0)
+// batched at `at`; its dims (int[], int or int?; empty or None for every dim) and
+// keepdim are arguments `dim_arg` and `keepdim_arg`.
+void reduce_batched(const OperatorHandle& op, Stack& stack, size_t dim_arg, size_t keepdim_arg,
+                    const VmapLevel& at) {
+  const size_t first = stack.size() - op.schema().arguments().size();
+  const BatchedArg x = batching::unwrap(stack[first].to_tensor(), at.level);
+  if (!x.batched()) {
+    batching::call_below(op, stack);
+    return;
+  }
+  const bool single_dim = !op.schema().arguments()[dim_arg].type.is_list;
+  IValue& dim = stack[first + dim_arg];
+  std::optional<std::vector<int64_t>> dims;
+  if (single_dim && !dim.is_none()) dims = std::vector<int64_t>{dim.to_int()};
+  if (!single_dim && !dim.is_none() && !dim.to_int_list().empty()) dims = dim.to_int_list();
+  BatchedReduction r = plan_batched_reduction(x, dims, stack[first + keepdim_arg].to_bool(),
+                                              single_dim, op.operator_name().name.c_str());
+  stack[first] = std::move(r.value);
+  dim = single_dim ? IValue(r.dims.front()) : IValue(std::move(r.dims));
+  stack[first + keepdim_arg] = r.keepdim;
+  batching::call_below(op, stack);
+  for (size_t i = first; i < stack.size(); ++i) {
+    Tensor result = std::move(stack[i].to_tensor());
+    if (r.out_sizes) result = result.reshape(*r.out_sizes);
+    stack[i] = batching::make_batched(std::move(result), r.out_bdim, at.level);
+  }
+}
+
+template <size_t kDimArg, size_t kKeepdimArg>
+void reduce_dims_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  reduce_batched(op, stack, kDimArg, kKeepdimArg,
+                 batching::current_vmap_level(op.operator_name().name.c_str()));
+}
+
+// prod(), max() and min() over every dim are kDimOp.kDimOverload (prod.dim_int,
+// amax, amin) over every dim of a sample.
+template <const char* kDimOp, const char* kDimOverload>
+void reduce_all_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const VmapLevel at = batching::current_vmap_level(op.operator_name().name.c_str());
+  if (!batching::batched_at_level(stack.back().to_tensor(), at.level)) {
+    batching::call_below(op, stack);
+    return;
+  }
+  static const OperatorHandle over_dims =
+      Dispatcher::singleton().findSchemaOrThrow(kDimOp, kDimOverload);
+  stack.emplace_back();  // dim: every dim
+  stack.emplace_back(false);
+  reduce_batched(over_dims, stack, 1, 2, at);
+}
+
+constexpr char kProd[] = "strata::prod";
+constexpr char kDimInt[] = "dim_int";
+constexpr char kNoOverload[] = "";
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  for (const char* name : {"sum.dim_IntList", "mean.dim", "prod.dim_int", "amax", "amin", "max.dim",
+                           "min.dim", "argmax", "argmin", "logsumexp"}) {
+    m.impl(name, KernelFunction::from_boxed(&reduce_dims_batched<1, 2>));
+  }
+  for (const char* name : {"var.correction", "std.correction"}) {
+    m.impl(name, KernelFunction::from_boxed(&reduce_dims_batched<1, 3>));
+  }
+  m.impl("norm", KernelFunction::from_boxed(&reduce_dims_batched<2, 3>));
+  m.impl("prod", KernelFunction::from_boxed(&reduce_all_batched<kProd, kDimInt>));
+  m.impl("max", KernelFunction::from_boxed(&reduce_all_batched<kAmax, kNoOverload>));
+  m.impl("min", KernelFunction::from_boxed(&reduce_all_batched<kAmin, kNoOverload>));
 }
 
 using UnarySig = Tensor(const Tensor&);

@@ -9,6 +9,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -117,6 +118,51 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
          derivative({.backward = &softmax_backward_grad, .saved_inputs = args(0, 1)}));
   m.impl("log_softmax_backward",
          derivative({.backward = &log_softmax_backward_grad, .saved_inputs = args(0, 1)}));
+}
+
+// ---- batching rule (Note [Batching rules]) ---------------------------------------
+// Every op here maps tensors of one shape to a tensor of that shape, lane by lane
+// along `dim` (its last argument): for a batch, along the same dim of the samples,
+// wherever the batch dim is. The kernels want contiguous inputs, so the batch dim
+// stays where the inputs have it (moved first only when they disagree).
+void softmax_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const char* name = op.operator_name().name.c_str();
+  const batching::VmapLevel at = batching::current_vmap_level(name);
+  const size_t first = stack.size() - op.schema().arguments().size();
+  const size_t dim_arg = stack.size() - 1;
+  std::optional<int64_t> shared_bdim;
+  bool aligned = true;
+  int64_t rank = 0;
+  for (size_t i = first; i < dim_arg; ++i) {
+    const batching::BatchedArg arg = batching::unwrap(stack[i].to_tensor(), at.level);
+    aligned &= arg.batched() && (!shared_bdim || shared_bdim == arg.bdim);
+    if (arg.batched()) {
+      shared_bdim = arg.bdim;
+      rank = arg.logical_dim();
+    }
+  }
+  if (!shared_bdim) {
+    batching::call_below(op, stack);
+    return;
+  }
+  const int64_t bdim = aligned ? *shared_bdim : 0;
+  for (size_t i = first; i < dim_arg; ++i) {
+    const batching::BatchedArg arg = batching::unwrap(stack[i].to_tensor(), at.level);
+    Tensor value = aligned ? arg.value : batching::batch_first_expanded(arg, at.batch_size);
+    // A 0-dim sample is one lane of one element: a size-1 dim after the batch.
+    stack[i] = rank == 0 ? value.unsqueeze(1) : value;
+  }
+  const int64_t in_sample = batching::batch_first_dim(stack[dim_arg].to_int(), rank, name) - 1;
+  stack[dim_arg] = rank == 0 ? int64_t{1} : in_sample < bdim ? in_sample : in_sample + 1;
+  batching::call_below(op, stack);
+  Tensor out = std::move(stack.back().to_tensor());
+  stack.back() = batching::make_batched(rank == 0 ? out.squeeze(1) : out, bdim, at.level);
+}
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  for (const char* name : {"softmax", "log_softmax", "softmax_backward", "log_softmax_backward"}) {
+    m.impl(name, KernelFunction::from_boxed(&softmax_batched));
+  }
 }
 
 }  // namespace

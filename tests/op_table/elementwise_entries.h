@@ -11,6 +11,7 @@
 #include "tensor/shape_inference.h"
 #include "tests/op_table/op_info.h"
 #include "tests/op_table/samples.h"
+#include "transforms/vmap/batched_tensor.h"
 
 namespace strata::testing {
 
@@ -29,6 +30,14 @@ inline Tensor copy_keeping_layout(const Tensor& t) {
   Tensor copy = strided_view(base, t.sizes(), t.strides(), t.storage_offset());
   copy.copy_(t);
   return copy;
+}
+
+// The tensor an in-place op writes `other` into: self, or, when the vmap check
+// batches `other` only, self made batched like other (writing a batched value into
+// an unbatched tensor is an error, one tensor cannot hold a value per sample).
+inline Tensor in_place_target(const Tensor& self, const Tensor& other) {
+  if (batching::as_batched(self) != nullptr || batching::as_batched(other) == nullptr) return self;
+  return self + zeros_like(other, self.dtype());
 }
 
 // Samples whose first input can take the result in place: it is not expanded

@@ -53,7 +53,7 @@ OpInfo in_place_entry(std::string name, std::function<void(const Tensor&, const 
     return samples;
   };
   info.op = [op](const std::vector<Tensor>& in, const Stack&) {
-    Tensor self = copy_keeping_layout(in[0]);
+    Tensor self = in_place_target(copy_keeping_layout(in[0]), in[1]);
     op(self, in[1]);
     return std::vector<Tensor>{self};
   };
