@@ -35,6 +35,12 @@ KernelFunction KernelFunction::from_boxed(BoxedKernelFn fn) {
   return k;
 }
 
+KernelFunction KernelFunction::from_boxed_with_pass_through(BoxedKernelFn fn, PassThrough pass) {
+  KernelFunction k = from_boxed(fn);
+  k.pass_through_ = pass;
+  return k;
+}
+
 KernelFunction KernelFunction::fallthrough() {
   // Calls never reach a fallthrough slot (its key is masked out of the op's
   // keys), except a call racing with the registration that made it one: pass on.
@@ -115,41 +121,26 @@ bool ivalue_matches(const IValue& v, const SchemaType& type) {
   if (v.is_none()) return type.is_optional || (type.kind == Kind::Tensor && !type.is_list);
   if (type.is_list) {
     switch (type.kind) {
-      case Kind::Tensor:
-        return v.tag() == Tag::TensorList;
+      case Kind::Tensor: return v.tag() == Tag::TensorList;
       case Kind::Int:
-      case Kind::SymInt:
-        return v.tag() == Tag::IntList;
-      case Kind::Float:
-        return v.tag() == Tag::DoubleList;
-      case Kind::Bool:
-        return v.tag() == Tag::BoolList;
-      default:
-        return true;
+      case Kind::SymInt: return v.tag() == Tag::IntList;
+      case Kind::Float: return v.tag() == Tag::DoubleList;
+      case Kind::Bool: return v.tag() == Tag::BoolList;
+      default: return true;
     }
   }
   switch (type.kind) {
-    case Kind::Tensor:
-      return v.tag() == Tag::Tensor;
+    case Kind::Tensor: return v.tag() == Tag::Tensor;
     case Kind::Int:
-    case Kind::SymInt:
-      return v.tag() == Tag::Int;
-    case Kind::Float:
-      return v.tag() == Tag::Double || v.tag() == Tag::Int;
-    case Kind::Bool:
-      return v.tag() == Tag::Bool;
-    case Kind::Scalar:
-      return v.is_number();
-    case Kind::ScalarType:
-      return v.tag() == Tag::ScalarType;
-    case Kind::Device:
-      return v.tag() == Tag::Device;
-    case Kind::Str:
-      return v.tag() == Tag::String;
-    case Kind::Generator:
-      return v.tag() == Tag::Generator;
-    default:
-      return true;
+    case Kind::SymInt: return v.tag() == Tag::Int;
+    case Kind::Float: return v.tag() == Tag::Double || v.tag() == Tag::Int;
+    case Kind::Bool: return v.tag() == Tag::Bool;
+    case Kind::Scalar: return v.is_number();
+    case Kind::ScalarType: return v.tag() == Tag::ScalarType;
+    case Kind::Device: return v.tag() == Tag::Device;
+    case Kind::Str: return v.tag() == Tag::String;
+    case Kind::Generator: return v.tag() == Tag::Generator;
+    default: return true;
   }
 }
 

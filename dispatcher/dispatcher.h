@@ -65,6 +65,12 @@ inline void accumulate_keys(DispatchKeySet& keys, const std::vector<Tensor>& lis
 template <class T>
 void accumulate_keys(DispatchKeySet&, const T&) {}
 
+// Runs a pass-through kernel's leave() when the call it wraps returns or throws.
+struct LeaveOnExit {
+  void (*leave)() noexcept;
+  ~LeaveOnExit() { leave(); }
+};
+
 // Note [Dispatch trace]
 // STRATA_SHOW_DISPATCH_TRACE=1 prints every call with the key that handles it,
 // indented by nesting depth; set_dispatch_trace() toggles it at run time.
@@ -108,6 +114,20 @@ class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
 
   Ret call_with_keys(DispatchKeySet keys, bool redispatch, Args... args) const {
     const KernelFunction& kernel = entry_->lookup(keys.highest());
+    if (const PassThrough* pass = kernel.pass_through()) {
+      DispatchKeySet next;
+      const PassThrough::Next how = pass->enter(*this, keys, next);
+      if (how != PassThrough::Next::Decline) {
+        const detail::LeaveOnExit leave{pass->leave};
+        if (how == PassThrough::Next::RecomputeKeys) {
+          DispatchKeySet tensor_keys;
+          (detail::accumulate_keys(tensor_keys, args), ...);
+          next = compute_dispatch_keys(tensor_keys, *entry_);
+        }
+        return call_with_keys(next & entry_->non_fallthrough_keys(), true,
+                              std::forward<Args>(args)...);
+      }
+    }
     if (__builtin_expect(detail::g_dispatch_trace_enabled.load(std::memory_order_relaxed), 0)) {
       detail::DispatchTraceScope trace(*this, keys, redispatch);
       return kernel.call<Ret, Args...>(*this, keys, std::forward<Args>(args)...);

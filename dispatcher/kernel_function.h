@@ -35,6 +35,23 @@ size_t returned_argument_index(const OperatorHandle& op);
 [[noreturn]] void throw_bad_boxed_result(const OperatorHandle& op, size_t expected, size_t got);
 }  // namespace detail
 
+// Note [Pass-through kernels]
+// Some kernels only change thread-local state and hand the call on: the layer
+// stack's front fallback (enable this layer's keys) and, for most layers, its
+// back fallback (pop the layer). Registered with a PassThrough, a typed call
+// runs them without boxing its arguments: enter() sets the state up and says
+// how the call continues, leave() undoes it, also when the call throws. enter()
+// may decline for a call, which then takes the boxed kernel as usual.
+struct PassThrough {
+  enum class Next : uint8_t {
+    Decline,        // run the boxed kernel instead
+    WithKeys,       // continue with the keys enter() wrote
+    RecomputeKeys,  // continue with keys computed afresh from the arguments
+  };
+  Next (*enter)(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next_keys);
+  void (*leave)() noexcept;
+};
+
 // Note [Kernel calling conventions]
 // A kernel is registered unboxed (a function or lambda with the operator's C++
 // signature, optionally taking the DispatchKeySet first so it can redispatch) or
@@ -54,10 +71,13 @@ class KernelFunction {
   static KernelFunction from_unboxed(F function);
   // Registered for a key, it makes calls skip that key as if it were not in the set.
   static KernelFunction fallthrough();
+  // A boxed kernel that typed calls may skip with `pass` (Note [Pass-through kernels]).
+  static KernelFunction from_boxed_with_pass_through(BoxedKernelFn fn, PassThrough pass);
 
   bool valid() const { return boxed_ != nullptr; }
   bool is_fallthrough() const { return fallthrough_; }
   bool has_unboxed() const { return unboxed_ != nullptr; }
+  const PassThrough* pass_through() const { return pass_through_.enter ? &pass_through_ : nullptr; }
   // Null for boxed kernels, which accept any signature.
   const std::shared_ptr<const boxing::CppSignature>& cpp_signature() const { return signature_; }
 
@@ -85,6 +105,7 @@ class KernelFunction {
   InternalBoxedFn boxed_ = nullptr;
   void* unboxed_ = nullptr;
   std::shared_ptr<const boxing::CppSignature> signature_;
+  PassThrough pass_through_{};
   bool fallthrough_ = false;
 };
 

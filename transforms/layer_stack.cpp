@@ -19,26 +19,69 @@ thread_local int64_t tls_last_level __attribute__((tls_model("initial-exec"))) =
 constexpr DispatchKeySet kFront{DispatchKey::DynamicLayerFront};
 constexpr DispatchKeySet kBack{DispatchKey::DynamicLayerBack};
 
+// The layers popped for calls that went below them, innermost last, with the
+// key sets to restore; and the key sets from before each unboxed front call.
+struct PoppedLayerState {
+  DynamicLayer layer;
+  LocalDispatchKeySet restore;
+};
+thread_local std::vector<PoppedLayerState> tls_popped __attribute__((tls_model("initial-exec")));
+thread_local std::vector<LocalDispatchKeySet> tls_front_saved
+    __attribute__((tls_model("initial-exec")));
+
+void pop_top_layer() {
+  tls_popped.push_back({std::move(tls_layers.back()), local_dispatch_key_set()});
+  tls_layers.pop_back();
+  local_dispatch_key_set() = tls_popped.back().layer.saved_key_sets;
+}
+
+void restore_top_layer() noexcept {
+  PoppedLayerState& popped = tls_popped.back();
+  tls_layers.push_back(std::move(popped.layer));
+  local_dispatch_key_set() = popped.restore;
+  tls_popped.pop_back();
+}
+
 // Takes the top layer off the stack for the duration of a call that goes on to
 // the layers below, and puts it back (with the key sets it had) afterwards,
 // also when the call throws.
 class PoppedLayer {
  public:
-  PoppedLayer() : layer_(std::move(tls_layers.back())), restore_(local_dispatch_key_set()) {
-    tls_layers.pop_back();
-    local_dispatch_key_set() = layer_.saved_key_sets;
-  }
-  ~PoppedLayer() {
-    tls_layers.push_back(std::move(layer_));
-    local_dispatch_key_set() = restore_;
-  }
+  PoppedLayer() { pop_top_layer(); }
+  ~PoppedLayer() { restore_top_layer(); }
   PoppedLayer(const PoppedLayer&) = delete;
   PoppedLayer& operator=(const PoppedLayer&) = delete;
-
- private:
-  DynamicLayer layer_;
-  LocalDispatchKeySet restore_;
 };
+
+}  // namespace
+
+DispatchKeySet enter_top_layer(DispatchKeySet keys) {
+  const DispatchKeySet hidden = tls_layers.back().hidden_keys;
+  LocalDispatchKeySet& local = local_dispatch_key_set();
+  local.excluded = local.excluded | hidden;
+  local.included = local.included | kBack;
+  return (keys | kBack) - hidden;
+}
+
+namespace {
+
+PassThrough::Next front_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
+  if (!tls_layers.back().interpreter->default_process(op)) return PassThrough::Next::Decline;
+  tls_front_saved.push_back(local_dispatch_key_set());
+  next = enter_top_layer(keys);
+  return PassThrough::Next::WithKeys;
+}
+
+void front_leave() noexcept {
+  local_dispatch_key_set() = tls_front_saved.back();
+  tls_front_saved.pop_back();
+}
+
+PassThrough::Next back_enter(const OperatorHandle&, DispatchKeySet, DispatchKeySet&) {
+  if (!tls_layers.back().interpreter->default_send_to_next()) return PassThrough::Next::Decline;
+  pop_top_layer();
+  return PassThrough::Next::RecomputeKeys;
+}
 
 void front_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
   tls_layers.back().interpreter->process(op, keys, stack);
@@ -49,10 +92,12 @@ void back_fallback(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
 }
 
 STRATA_LIBRARY_IMPL(_, DynamicLayerFront, m) {
-  m.fallback(KernelFunction::from_boxed(&front_fallback));
+  m.fallback(
+      KernelFunction::from_boxed_with_pass_through(&front_fallback, {&front_enter, &front_leave}));
 }
 STRATA_LIBRARY_IMPL(_, DynamicLayerBack, m) {
-  m.fallback(KernelFunction::from_boxed(&back_fallback));
+  m.fallback(KernelFunction::from_boxed_with_pass_through(&back_fallback,
+                                                          {&back_enter, &restore_top_layer}));
 }
 
 const bool kTraceContextInstalled = (set_dispatch_trace_context(&describe_layer_stack), true);
@@ -72,11 +117,7 @@ const char* to_string(TransformKind kind) {
 
 void Interpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
   LocalDispatchKeySetRestorer restore;
-  LocalDispatchKeySet& local = local_dispatch_key_set();
-  const DispatchKeySet hidden = (kAllTransformKeys - this->keys()) | kFront;
-  local.excluded = local.excluded | hidden;
-  local.included = local.included | kBack;
-  op.redispatch_boxed((keys | kBack) - hidden, stack);
+  op.redispatch_boxed(enter_top_layer(keys), stack);
 }
 
 void Interpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
@@ -122,7 +163,8 @@ std::string describe_layer_stack() {
 
 LayerScope::LayerScope(std::shared_ptr<Interpreter> interpreter)
     : level_(++tls_last_level), depth_(tls_layers.size()) {
-  tls_layers.push_back({level_, std::move(interpreter), local_dispatch_key_set()});
+  const DispatchKeySet hidden = (kAllTransformKeys - interpreter->keys()) | kFront;
+  tls_layers.push_back({level_, std::move(interpreter), local_dispatch_key_set(), hidden});
   local_dispatch_key_set().included |= kFront;
 }
 

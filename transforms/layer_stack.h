@@ -38,9 +38,16 @@ class Interpreter {
   // Called by the front fallback with this layer on top. The default runs the
   // call with this interpreter's keys enabled and the other transforms' disabled.
   virtual void process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack);
+  // Whether process() is the default for `op`: then typed calls skip it and
+  // its boxing (Note [Pass-through kernels]). An interpreter that overrides
+  // process() says here for which ops.
+  virtual bool default_process(const OperatorHandle&) const { return true; }
   // Called by the back fallback with this layer on top: passes the call on to
   // the layers below. The default pops the layer for the call (see call_below_top_layer).
   virtual void send_to_next(const OperatorHandle& op, Stack& stack);
+  // Whether send_to_next() is the default (the arguments go below unchanged),
+  // so typed calls may pop the layer without boxing.
+  virtual bool default_send_to_next() const { return true; }
 };
 
 struct DynamicLayer {
@@ -49,6 +56,9 @@ struct DynamicLayer {
   // The thread-local key sets from before the layer was pushed; restored while
   // the layer is popped for a call and when it is removed.
   LocalDispatchKeySet saved_key_sets;
+  // The keys hidden while this layer processes a call: the other transforms'
+  // keys and DynamicLayerFront.
+  DispatchKeySet hidden_keys;
 };
 
 // The keys every transform kernel lives at.
@@ -60,6 +70,10 @@ inline constexpr DispatchKeySet kAllTransformKeys{DispatchKey::AutogradCPU,
 // from before it was pushed, dispatching on `tensor_keys` (the keys of the
 // arguments as they are now); the layer is back when it returns or throws.
 void call_below_top_layer(const OperatorHandle& op, DispatchKeySet tensor_keys, Stack& stack);
+// Enables the top layer's keys for a call it processes (excludes the other
+// transforms' keys and DynamicLayerFront, includes DynamicLayerBack); returns
+// the keys to redispatch with. The caller restores the key sets afterwards.
+DispatchKeySet enter_top_layer(DispatchKeySet keys);
 // The keys of the tensor arguments at the top of the stack.
 DispatchKeySet argument_keys(const OperatorHandle& op, const Stack& stack);
 

@@ -15,6 +15,7 @@ class GradInterpreter final : public Interpreter {
   // Unwraps this level's TensorWrappers, runs the call below, and wraps the
   // results at this level (an in-place op hands back the wrapper it was given).
   void send_to_next(const OperatorHandle& op, Stack& stack) override;
+  bool default_send_to_next() const override { return false; }
 };
 
 // The level of the grad layer on top of the stack (the one whose Autograd

@@ -123,6 +123,39 @@ void pointwise_rule(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
 
 }  // namespace
 
+PointwiseOperands align_pointwise(const Tensor& a, const Tensor& b, int64_t level) {
+  const BatchedArg x = unwrap(a, level);
+  const BatchedArg y = unwrap(b, level);
+  if (!x.batched() && !y.batched()) return {a, b, std::nullopt};
+  // A batched 0-dim sample would promote like a tensor with dims (see cast_batched_scalars).
+  const bool scalar_promotion = a.dtype() != b.dtype() && (a.dim() == 0 || b.dim() == 0);
+  if (!scalar_promotion) {
+    if (x.batched() && y.batched()) {
+      if (x.bdim == y.bdim && x.logical_dim() == y.logical_dim()) return {x.value, y.value, x.bdim};
+    } else {
+      const BatchedArg& batched = x.batched() ? x : y;
+      const BatchedArg& other = x.batched() ? y : x;
+      // Broadcasting aligns `other` with the trailing dims: the batch dim must lie left of them.
+      if (*batched.bdim < batched.logical_dim() + 1 - other.value.dim()) {
+        return {x.value, y.value, batched.bdim};
+      }
+    }
+  }
+  Tensor operands[] = {a, b};
+  if (scalar_promotion) {
+    const ScalarType dtype = result_type(a, b);
+    for (Tensor& t : operands) {
+      if (batched_at_level(t, level) && t.dim() == 0 && t.dtype() != kBool && t.dtype() != dtype) {
+        t = t.to(dtype);
+      }
+    }
+  }
+  const BatchedArg xs = unwrap(operands[0], level);
+  const BatchedArg ys = unwrap(operands[1], level);
+  const int64_t rank = std::max(xs.logical_dim(), ys.logical_dim());
+  return {batch_first_padded(xs, rank), batch_first_padded(ys, rank), 0};
+}
+
 KernelFunction pointwise_batch_rule() { return KernelFunction::from_boxed(&pointwise_rule); }
 
 }  // namespace strata::batching

@@ -69,8 +69,45 @@ void call_below(const OperatorHandle& op, Stack& stack);
 // The rule of an op whose tensor arguments broadcast elementwise against each
 // other and whose outputs have the broadcast shape: unary and binary math,
 // comparisons, where, clamp, masked_fill, fill_, copy_. In-place overloads write
-// into their batched self.
+// into their batched self. Boxed: one rule for any signature.
 KernelFunction pointwise_batch_rule();
+
+// The operands of a binary pointwise op at one level, ready to call it on, and
+// the batch dim of its result. The batch dim stays where it is when that is
+// where broadcasting puts it (both operands batched alike, or the other one
+// unbatched and no wider); otherwise both go batch-first.
+struct PointwiseOperands {
+  Tensor a;
+  Tensor b;
+  std::optional<int64_t> bdim;
+};
+PointwiseOperands align_pointwise(const Tensor& a, const Tensor& b, int64_t level);
+
+// Unboxed rules for the hottest pointwise ops (no boxing on the way in or out):
+// kOp is the op's public function, whose signature is the op's, e.g.
+//   m.impl("sin", &batching::UnaryPointwiseRule<&strata::sin>::call);
+template <auto kOp>
+struct UnaryPointwiseRule;
+template <class... Rest, Tensor (*kOp)(const Tensor&, Rest...)>
+struct UnaryPointwiseRule<kOp> {
+  static Tensor call(const Tensor& self, Rest... rest) {
+    const int64_t level = current_vmap_level("a pointwise op").level;
+    BatchedTensorImpl* b = batched_at_level(self, level);
+    if (b == nullptr) return kOp(self, rest...);
+    return make_batched(kOp(b->value(), rest...), b->bdim(), level);
+  }
+};
+
+template <auto kOp>
+struct BinaryPointwiseRule;
+template <class... Rest, Tensor (*kOp)(const Tensor&, const Tensor&, Rest...)>
+struct BinaryPointwiseRule<kOp> {
+  static Tensor call(const Tensor& a, const Tensor& b, Rest... rest) {
+    const int64_t level = current_vmap_level("a pointwise op").level;
+    PointwiseOperands x = align_pointwise(a, b, level);
+    return make_batched(kOp(x.a, x.b, rest...), x.bdim, level);
+  }
+};
 
 // Calls `op` once per sample on slices of this level's batched arguments and
 // stacks every tensor output along dim 0; `prepare(sample, stack)` may adjust a

@@ -47,6 +47,10 @@ const char* to_string(Randomness randomness) {
   return "?";
 }
 
+bool VmapInterpreter::default_process(const OperatorHandle& op) const {
+  return !generator_argument(op.schema());
+}
+
 void VmapInterpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
   if (std::optional<size_t> generator = generator_argument(op.schema())) {
     const size_t first = stack.size() - op.schema().arguments().size();
@@ -66,9 +70,7 @@ void VmapInterpreter::process_random(const OperatorHandle& op, Stack& stack, siz
                ") with randomness = Error; pass randomness = Different (every sample draws "
                "its own numbers) or Same (every sample gets the same numbers)");
   LocalDispatchKeySetRestorer restore;
-  LocalDispatchKeySet& local = local_dispatch_key_set();
-  local.excluded |= (kAllTransformKeys - keys()) | DispatchKeySet(DispatchKey::DynamicLayerFront);
-  local.included |= DispatchKeySet(DispatchKey::DynamicLayerBack);
+  enter_top_layer(DispatchKeySet());
 
   const size_t first = stack.size() - op.schema().arguments().size();
   const IValue& given = stack[first + generator_arg];

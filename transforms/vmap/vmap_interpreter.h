@@ -39,6 +39,7 @@ class VmapInterpreter final : public Interpreter {
   TransformKind kind() const override { return TransformKind::Vmap; }
   DispatchKeySet keys() const override { return DispatchKeySet(DispatchKey::Batched); }
   void process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) override;
+  bool default_process(const OperatorHandle& op) const override;
 
   int64_t batch_size() const { return batch_size_; }
 
