@@ -9,6 +9,7 @@
 #include <initializer_list>
 
 #include "dispatcher/library.h"
+#include "dispatcher/local_dispatch_key_set.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/linalg_views.h"
 #include "ops/op_handle.h"
@@ -16,6 +17,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -69,12 +71,16 @@ Tensor mm_cpu(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
-  const char* op = "strata::bmm";
+void check_bmm_operands(const char* op, const Tensor& a, const Tensor& b) {
   check_ranks(op, a, b, 3);
   STRATA_CHECK(a.sizes()[0] == b.sizes()[0], op, "batch sizes ", a.sizes()[0], " and ",
                b.sizes()[0], " differ (shapes ", shapes_text(a, b), ")");
   check_inner_sizes(op, a, b, a.sizes()[2], b.sizes()[1]);
+}
+
+Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
+  const char* op = "strata::bmm";
+  check_bmm_operands(op, a, b);
   check_product_dtypes(op, {&a, &b});
   Tensor out =
       make_empty_tensor({a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device(), op);
@@ -82,8 +88,9 @@ Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
-                 const Scalar& alpha) {
+// The shape of addmm's result, after checking its arguments.
+DimVector check_addmm_arguments(const Tensor& self, const Tensor& mat1, const Tensor& mat2,
+                                const Scalar& beta, const Scalar& alpha) {
   const char* op = "strata::addmm";
   check_mm_operands(op, mat1, mat2);
   check_product_dtypes(op, {&self, &mat1, &mat2});
@@ -95,7 +102,13 @@ Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, con
   STRATA_CHECK(IntArrayRef(broadcast_shapes(self.sizes(), shape, op)) == IntArrayRef(shape), op,
                "self of shape ", shape_string(self.sizes()),
                " cannot be broadcast to the product's shape ", shape_string(shape));
-  Tensor out = make_empty_tensor(shape, dtype, mat1.device(), op);
+  return shape;
+}
+
+Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+                 const Scalar& alpha) {
+  const DimVector shape = check_addmm_arguments(self, mat1, mat2, beta, alpha);
+  Tensor out = make_empty_tensor(shape, mat1.dtype(), mat1.device(), "strata::addmm");
   // beta == 0 ignores self entirely (NaNs in it do not propagate), as in BLAS.
   const bool reads_self = beta.to_double() != 0.0;
   if (reads_self) cpu::copy_kernel(out, self);
@@ -103,12 +116,17 @@ Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, con
   return out;
 }
 
-Tensor dot_cpu(const Tensor& a, const Tensor& b) {
+void check_dot_operands(const Tensor& a, const Tensor& b) {
   const char* op = "strata::dot";
   check_ranks(op, a, b, 1);
   STRATA_CHECK(a.sizes()[0] == b.sizes()[0], op, "cannot take the dot product of shapes ",
                shapes_text(a, b), ": lengths ", a.sizes()[0], " and ", b.sizes()[0], " differ");
   check_product_dtypes(op, {&a, &b});
+}
+
+Tensor dot_cpu(const Tensor& a, const Tensor& b) {
+  const char* op = "strata::dot";
+  check_dot_operands(a, b);
   Tensor out = make_empty_tensor({}, a.dtype(), a.device(), op);
   cpu::dot_kernel(out, a, b);
   return out;
@@ -237,6 +255,107 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
   m.impl("outer", &outer_composite);
   m.impl("matmul", &matmul_composite);
+}
+
+// ---- batching rules (Note [Batching rules]); matmul and outer batch through their
+// decompositions, which end in these and in view ops. Each rule hides the Batched
+// key while it computes, so its calls on unwrapped values go to the layers below
+// (through DynamicLayerBack) instead of back into a rule at this level.
+
+using batching::BatchedArg;
+
+// mm for rank 2, bmm for rank 3.
+Tensor matrix_product(int64_t rank, const Tensor& a, const Tensor& b) {
+  return rank == 2 ? mm(a, b) : bmm(a, b);
+}
+
+// Every sample's product of a [..., n, k] and b [..., k, m], samples of rank `rank`
+// (2: mm, 3: bmm), with at least one operand batched. When one operand is shared
+// by all samples, the batch joins the other's rows (or columns): one GEMM, or one
+// bmm over bmm's own batch (Note [Folding the vmap batch into a dim]). Otherwise
+// the samples are the batch of one bmm.
+BatchedArg batched_product(const BatchedArg& a, const BatchedArg& b, int64_t rank) {
+  const int64_t lead = rank - 2;
+  if (!a.batched() || !b.batched()) {
+    const bool into_rows = a.batched();
+    const linalg::BatchFold fold = into_rows ? linalg::fold_batch(a.value, *a.bdim, lead)
+                                             : linalg::fold_batch(b.value, *b.bdim, lead + 1);
+    const Tensor result = into_rows ? matrix_product(rank, fold.value, b.value)
+                                    : matrix_product(rank, a.value, fold.value);
+    auto [value, bdim] = linalg::unfold_batch(result, fold.dim, fold);
+    return {value, bdim};
+  }
+  const Tensor x = batching::batch_first(a);
+  const Tensor y = batching::batch_first(b);
+  if (lead == 0) return {bmm(x, y), 0};
+  const Tensor result = bmm(fold_dims(x, {2, 1, 1}), fold_dims(y, {2, 1, 1}));
+  return {split_dims(result, {{x.sizes()[0], x.sizes()[1]}, {x.sizes()[2]}, {y.sizes()[3]}}), 0};
+}
+
+template <int64_t kRank>
+Tensor product_batched(const Tensor& a, const Tensor& b) {
+  const char* op = kRank == 2 ? "strata::mm" : "strata::bmm";
+  if constexpr (kRank == 2) {
+    check_mm_operands(op, a, b);
+  } else {
+    check_bmm_operands(op, a, b);
+  }
+  check_product_dtypes(op, {&a, &b});
+  const batching::VmapLevel at = batching::current_vmap_level(op);
+  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const BatchedArg x = batching::unwrap(a, at.level);
+  const BatchedArg y = batching::unwrap(b, at.level);
+  if (!x.batched() && !y.batched()) return matrix_product(kRank, x.value, y.value);
+  const BatchedArg out = batched_product(x, y, kRank);
+  return batching::make_batched(out.value, out.bdim, at.level);
+}
+
+// beta * self + alpha * product, self broadcast against every sample's product.
+Tensor addmm_batched(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+                     const Scalar& alpha) {
+  check_addmm_arguments(self, mat1, mat2, beta, alpha);
+  const batching::VmapLevel at = batching::current_vmap_level("strata::addmm");
+  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const BatchedArg s = batching::unwrap(self, at.level);
+  const BatchedArg x = batching::unwrap(mat1, at.level);
+  const BatchedArg y = batching::unwrap(mat2, at.level);
+  if (!s.batched() && !x.batched() && !y.batched()) {
+    return addmm(s.value, x.value, y.value, beta, alpha);
+  }
+  const BatchedArg product =
+      x.batched() || y.batched() ? batched_product(x, y, 2) : BatchedArg{mm(x.value, y.value), {}};
+  Tensor result = scaled(batching::batch_first(product), alpha);
+  // beta == 0 ignores self, NaNs included.
+  if (beta.to_double() != 0.0) {
+    result = result + scaled(batching::batch_first_padded(s, 2), beta);
+  } else if (!product.batched()) {
+    // self, the only batched argument, is ignored: every sample gets the same product.
+    result = batching::batch_first_expanded({result, std::nullopt}, at.batch_size);
+  }
+  return batching::make_batched(result, 0, at.level);
+}
+
+// A sample's dot product is the 1 x 1 product of a as a row and b as a column.
+Tensor dot_batched(const Tensor& a, const Tensor& b) {
+  check_dot_operands(a, b);
+  const batching::VmapLevel at = batching::current_vmap_level("strata::dot");
+  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const BatchedArg x = batching::unwrap(a, at.level);
+  const BatchedArg y = batching::unwrap(b, at.level);
+  if (!x.batched() && !y.batched()) return dot(x.value, y.value);
+  auto as_matrix = [](const BatchedArg& v, int64_t new_dim) {
+    return v.batched() ? BatchedArg{batching::batch_first(v).unsqueeze(new_dim + 1), 0}
+                       : BatchedArg{v.value.unsqueeze(new_dim), {}};
+  };
+  const BatchedArg out = batched_product(as_matrix(x, 0), as_matrix(y, 1), 2);
+  return batching::make_batched(out.value.reshape({at.batch_size}), 0, at.level);
+}
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("mm", &product_batched<2>);
+  m.impl("bmm", &product_batched<3>);
+  m.impl("addmm", &addmm_batched);
+  m.impl("dot", &dot_batched);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "dispatcher/library.h"
+#include "dispatcher/local_dispatch_key_set.h"
 #include "kernels/cpu/linalg.h"
 #include "ops/linalg_views.h"
 #include "ops/op_handle.h"
@@ -25,6 +26,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -283,6 +285,51 @@ void einsum_loop_backward(BackwardContext& c) {
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("_einsum_loop", derivative({.backward = &einsum_loop_backward, .saved_inputs = args(1)}));
+}
+
+// ---- batching rules (Note [Batching rules]): the batch is one more letter of the
+// equation, in the batched operands where their batch dim is and first in the
+// output, so the samples are one einsum (whose contractions fold the batch into a
+// GEMM's rows or a bmm's batch like any other letter).
+
+// A letter the equation does not use, for the batch.
+char unused_letter(const Equation& eq, std::string_view equation) {
+  std::string used;
+  for (const std::string& letters : eq.inputs) used += letters;
+  for (const char* range : {"az", "AZ"}) {
+    for (char c = range[0]; c <= range[1]; ++c) {
+      if (!contains(used, c)) return c;
+    }
+  }
+  STRATA_FAIL(kOp, "equation '", equation,
+              "' uses every letter, so vmap has none left for its batch dim");
+}
+
+template <Tensor (*kOperator)(std::string_view, ArrayRef<Tensor>)>
+Tensor einsum_batched(std::string_view equation, ArrayRef<Tensor> operands) {
+  const Equation eq = parse(equation, operands);
+  const batching::VmapLevel at = batching::current_vmap_level(kOp);
+  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const char batch = unused_letter(eq, equation);
+  std::vector<Tensor> values;
+  std::string batched_equation;
+  bool any_batched = false;
+  for (size_t t = 0; t < operands.size(); ++t) {
+    const batching::BatchedArg operand = batching::unwrap(operands[t], at.level);
+    std::string letters = eq.inputs[t];
+    if (operand.batched()) letters.insert(static_cast<size_t>(*operand.bdim), 1, batch);
+    any_batched |= operand.batched();
+    values.push_back(operand.value);
+    batched_equation += (t == 0 ? "" : ",") + letters;
+  }
+  if (!any_batched) return kOperator(equation, values);
+  batched_equation += "->" + (batch + eq.output);
+  return batching::make_batched(kOperator(batched_equation, values), 0, at.level);
+}
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("einsum", &einsum_batched<&einsum>);
+  m.impl("_einsum_loop", &einsum_batched<&einsum_loop>);
 }
 
 }  // namespace

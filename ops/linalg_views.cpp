@@ -37,6 +37,14 @@ bool runs_are_strided(const Tensor& t, IntArrayRef group_lengths) {
   return true;
 }
 
+// One group per dim of a tensor of rank `rank`, except dims first and first + 1,
+// which form one.
+DimVector pair_groups(int64_t rank, int64_t first) {
+  DimVector groups(static_cast<size_t>(rank - 1), 1);
+  groups[static_cast<size_t>(first)] = 2;
+  return groups;
+}
+
 }  // namespace
 
 Tensor unsqueeze_view(const Tensor& t, int64_t dim) { return t.unsqueeze(dim); }
@@ -65,5 +73,35 @@ Tensor split_dims(const Tensor& t, const std::vector<DimVector>& group_sizes) {
 }
 
 Tensor contiguous_copy(const Tensor& t) { return t.clone(); }
+
+BatchFold fold_batch(const Tensor& value, int64_t bdim, int64_t dim) {
+  const int64_t batch_size = value.sizes()[bdim];
+  const int64_t at = dim < bdim ? dim : dim + 1;  // the sample's dim in value
+  const int64_t sample_size = value.sizes()[at];
+  if (bdim == at - 1 || bdim == at + 1) {
+    if (std::optional<Tensor> merged = try_fold_dims(value, pair_groups(value.dim(), dim))) {
+      return {*merged, dim, bdim < at, batch_size, sample_size};
+    }
+  }
+  const Tensor batch_before = value.movedim(bdim, dim);
+  return {fold_dims(batch_before, pair_groups(value.dim(), dim)), dim, true, batch_size,
+          sample_size};
+}
+
+std::pair<Tensor, int64_t> unfold_batch(const Tensor& result, int64_t dim, const BatchFold& fold) {
+  DimVector sizes;
+  for (int64_t d = 0; d < result.dim(); ++d) {
+    if (d != dim) {
+      sizes.push_back(result.sizes()[d]);
+    } else if (fold.batch_major) {
+      sizes.push_back(fold.batch_size);
+      sizes.push_back(fold.sample_size);
+    } else {
+      sizes.push_back(fold.sample_size);
+      sizes.push_back(fold.batch_size);
+    }
+  }
+  return {result.view(sizes), fold.batch_major ? dim : dim + 1};
+}
 
 }  // namespace strata::linalg

@@ -10,6 +10,7 @@
 // linalg-specific shapes.
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "tensor/array_ref.h"
@@ -38,5 +39,24 @@ Tensor split_dims(const Tensor& t, const std::vector<DimVector>& group_sizes);
 
 // A new contiguous tensor holding t's values (never t itself).
 Tensor contiguous_copy(const Tensor& t);
+
+// Note [Folding the vmap batch into a dim]
+// A batching rule computes a product for every sample at once by merging the vmap
+// batch into a dim the kernel already runs over (the rows of a GEMM, the output
+// features of linear), so the whole batch is one kernel call. The merged dim runs
+// over the batch outside the sample's dim (batch-major) or inside it.
+struct BatchFold {
+  Tensor value;      // the batch merged into dim `dim`
+  int64_t dim;       // where the merged dim is
+  bool batch_major;  // merged index b * sample_size + i, else i * batch_size + b
+  int64_t batch_size;
+  int64_t sample_size;  // the size of the sample's dim
+};
+// Merges the batch of `value` (at `bdim`) into dim `dim` of a sample. A view where
+// the strides allow it (the batch next to that dim), else a copy, batch-major.
+BatchFold fold_batch(const Tensor& value, int64_t bdim, int64_t dim);
+// Splits the batch out of dim `dim` of a result computed from a fold, whose size is
+// that of the fold's merged dim (a view): the result's values and their batch dim.
+std::pair<Tensor, int64_t> unfold_batch(const Tensor& result, int64_t dim, const BatchFold& fold);
 
 }  // namespace strata::linalg

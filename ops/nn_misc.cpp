@@ -3,13 +3,17 @@
 #include "kernels/cpu/nn_misc.h"
 
 #include "dispatcher/library.h"
+#include "dispatcher/local_dispatch_key_set.h"
 #include "kernels/cpu/linear.h"
+#include "ops/linalg.h"
+#include "ops/linalg_views.h"
 #include "ops/nn_common.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata::nn {
 namespace {
@@ -34,7 +38,8 @@ void check_parameter(const std::optional<Tensor>& parameter, IntArrayRef sizes, 
                shape_string(parameter->sizes()), ", expected ", shape_string(sizes));
 }
 
-Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+void check_linear_arguments(const Tensor& input, const Tensor& weight,
+                            const std::optional<Tensor>& bias) {
   constexpr const char* op = "strata::linear";
   check_floating(input, op, "input");
   check_same_dtype(weight, input.dtype(), op, "weight");
@@ -46,9 +51,14 @@ Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional
                " has ", in_features, " features but weight of shape ", shape_string(weight.sizes()),
                " expects ", weight.sizes()[1]);
   check_parameter(bias, {out_features}, input.dtype(), op, "bias");
+}
+
+Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  check_linear_arguments(input, weight, bias);
+  const int64_t out_features = weight.sizes()[0];
   DimVector sizes(input.sizes());
   sizes.back() = out_features;
-  Tensor out = make_empty_tensor(sizes, input.dtype(), input.device(), op);
+  Tensor out = make_empty_tensor(sizes, input.dtype(), input.device(), "strata::linear");
   const int64_t rows = out_features == 0 ? 0 : out.numel() / out_features;
   const std::optional<Tensor> bias_data = contiguous(bias);
   cpu::linear_kernel(out, contiguous(input), contiguous(weight), bias_data ? &*bias_data : nullptr,
@@ -56,21 +66,26 @@ Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional
   return out;
 }
 
-Tensor embedding_cpu(const Tensor& weight, const Tensor& indices) {
+void check_embedding_arguments(const Tensor& weight, const Tensor& indices) {
   constexpr const char* op = "strata::embedding";
   STRATA_CHECK(weight.dim() == 2, op, "expected a 2-D weight [num_embeddings, dim], got shape ",
                shape_string(weight.sizes()));
   STRATA_CHECK(indices.dtype() == kInt64, op, "indices must be Int64, got ", indices.dtype());
+}
+
+Tensor embedding_cpu(const Tensor& weight, const Tensor& indices) {
+  check_embedding_arguments(weight, indices);
   DimVector sizes(indices.sizes());
   sizes.push_back(weight.sizes()[1]);
-  Tensor out = make_empty_tensor(sizes, weight.dtype(), weight.device(), op);
+  Tensor out = make_empty_tensor(sizes, weight.dtype(), weight.device(), "strata::embedding");
   cpu::embedding_kernel(out, contiguous(weight), contiguous(indices));
   return out;
 }
 
-Tensor layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
-                      const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
-                      double eps) {
+// The number of leading (not normalized) dims of the input, after checking the arguments.
+int64_t check_layer_norm_arguments(const Tensor& input, IntArrayRef normalized_shape,
+                                   const std::optional<Tensor>& weight,
+                                   const std::optional<Tensor>& bias) {
   constexpr const char* op = "strata::layer_norm";
   check_floating(input, op, "input");
   const int64_t leading = input.dim() - static_cast<int64_t>(normalized_shape.size());
@@ -82,9 +97,17 @@ Tensor layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
                " does not match the trailing dims of input of shape ", shape_string(input.sizes()));
   check_parameter(weight, normalized_shape, input.dtype(), op, "weight");
   check_parameter(bias, normalized_shape, input.dtype(), op, "bias");
+  return leading;
+}
+
+Tensor layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
+                      const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                      double eps) {
+  const int64_t leading = check_layer_norm_arguments(input, normalized_shape, weight, bias);
   int64_t rows = 1;
   for (int64_t d = 0; d < leading; ++d) rows *= input.sizes()[d];
-  Tensor out = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
+  Tensor out =
+      make_empty_tensor(input.sizes(), input.dtype(), input.device(), "strata::layer_norm");
   const std::optional<Tensor> weight_data = contiguous(weight), bias_data = contiguous(bias);
   cpu::layer_norm_kernel(out, contiguous(input), weight_data ? &*weight_data : nullptr,
                          bias_data ? &*bias_data : nullptr, rows, eps);
@@ -183,6 +206,115 @@ void layer_norm_backward(BackwardContext& c) {
     c.set_grad(0, rstd * (h - h.mean(dims, true) - normalized * (h * normalized).mean(dims, true)));
   }
   if (c.needs_grad(2)) c.set_grad(2, g * normalized);
+}
+
+// ---- batching rules (Note [Batching rules]); dropout's mask is random, so the vmap
+// interpreter handles it before any rule.
+
+using batching::BatchedArg;
+
+std::optional<BatchedArg> unwrap_optional(const std::optional<Tensor>& t, int64_t level) {
+  if (!t) return std::nullopt;
+  return batching::unwrap(*t, level);
+}
+
+bool batched(const std::optional<BatchedArg>& arg) { return arg && arg->batched(); }
+
+// The value of an optional argument shared by every sample, else none.
+std::optional<Tensor> shared_value(const std::optional<BatchedArg>& arg) {
+  if (!arg || arg->batched()) return std::nullopt;
+  return arg->value;
+}
+
+// With a shared weight the batch joins the input's rows: one GEMM. Per-sample
+// weights with a shared input are blocks of output features of one GEMM (Note
+// [Folding the vmap batch into a dim]); with per-sample inputs too, one bmm.
+Tensor linear_batched(const Tensor& input, const Tensor& weight,
+                      const std::optional<Tensor>& bias) {
+  check_linear_arguments(input, weight, bias);
+  const batching::VmapLevel at = batching::current_vmap_level("strata::linear");
+  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const BatchedArg x = batching::unwrap(input, at.level);
+  const BatchedArg w = batching::unwrap(weight, at.level);
+  const std::optional<BatchedArg> b = unwrap_optional(bias, at.level);
+  if (!w.batched()) {
+    // The batch must not sit among the features the GEMM reduces over.
+    const bool batch_last = x.batched() && *x.bdim == x.value.dim() - 1;
+    const BatchedArg rows = batch_last ? BatchedArg{batching::batch_first(x), 0} : x;
+    const BatchedArg out{linear(rows.value, w.value, shared_value(b)), rows.bdim};
+    if (!batched(b)) return batching::make_batched(out.value, out.bdim, at.level);
+    const Tensor biased =
+        batching::batch_first(out) + batching::batch_first_padded(*b, x.logical_dim());
+    return batching::make_batched(biased, 0, at.level);
+  }
+  if (!x.batched()) {
+    const linalg::BatchFold features = linalg::fold_batch(w.value, *w.bdim, 0);
+    std::optional<Tensor> biases;
+    if (b) {
+      const Tensor per_sample = batching::batch_first_expanded(*b, at.batch_size);
+      biases = (features.batch_major ? per_sample : per_sample.t()).reshape({-1});
+    }
+    const Tensor out = linear(x.value, features.value, biases);
+    const auto [value, bdim] = linalg::unfold_batch(out, out.dim() - 1, features);
+    return batching::make_batched(value, bdim, at.level);
+  }
+  const Tensor inputs = batching::batch_first(x);
+  const Tensor rows = linalg::fold_dims(inputs, {1, x.logical_dim() - 1, 1});
+  Tensor out = bmm(rows, batching::batch_first(w).transpose(1, 2));
+  if (b) out = out + (b->batched() ? batching::batch_first(*b).unsqueeze(1) : b->value);
+  DimVector sizes(inputs.sizes());
+  sizes.back() = weight.sizes()[0];
+  return batching::make_batched(out.view(sizes), 0, at.level);
+}
+
+// With a shared table the lookup runs on the whole batch of indices. Per-sample
+// tables: sample b gathers its rows from table b.
+Tensor embedding_batched(const Tensor& weight, const Tensor& indices) {
+  check_embedding_arguments(weight, indices);
+  const batching::VmapLevel at = batching::current_vmap_level("strata::embedding");
+  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const BatchedArg w = batching::unwrap(weight, at.level);
+  const BatchedArg i = batching::unwrap(indices, at.level);
+  if (!w.batched()) return batching::make_batched(embedding(w.value, i.value), i.bdim, at.level);
+  const Tensor tables = batching::batch_first(w);  // [B, rows, dim]
+  const Tensor per_sample = batching::batch_first_expanded(i, at.batch_size);
+  const int64_t dim = weight.sizes()[1];
+  const int64_t count = indices.numel();
+  const Tensor rows =
+      per_sample.reshape({at.batch_size, count, 1}).expand({at.batch_size, count, dim});
+  DimVector sizes(per_sample.sizes());
+  sizes.push_back(dim);
+  return batching::make_batched(tables.gather(1, rows).view(sizes), 0, at.level);
+}
+
+// The batch joins the leading dims the kernel normalizes row by row; per-sample
+// weights and biases apply after the kernel (the weight first).
+Tensor layer_norm_batched(const Tensor& input, IntArrayRef normalized_shape,
+                          const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                          double eps) {
+  const int64_t leading = check_layer_norm_arguments(input, normalized_shape, weight, bias);
+  const batching::VmapLevel at = batching::current_vmap_level("strata::layer_norm");
+  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const BatchedArg x = batching::unwrap(input, at.level);
+  const std::optional<BatchedArg> w = unwrap_optional(weight, at.level);
+  const std::optional<BatchedArg> b = unwrap_optional(bias, at.level);
+  const bool batch_normalized = x.batched() && *x.bdim > leading;
+  const BatchedArg rows = batch_normalized ? BatchedArg{batching::batch_first(x), 0} : x;
+  const std::optional<Tensor> kernel_bias = batched(w) ? std::nullopt : shared_value(b);
+  const BatchedArg out{layer_norm(rows.value, normalized_shape, shared_value(w), kernel_bias, eps),
+                       rows.bdim};
+  if (!batched(w) && !batched(b)) return batching::make_batched(out.value, out.bdim, at.level);
+  const int64_t rank = x.logical_dim();
+  Tensor result = batching::batch_first(out);
+  if (batched(w)) result = result * batching::batch_first_padded(*w, rank);
+  if (b && !kernel_bias) result = result + batching::batch_first_padded(*b, rank);
+  return batching::make_batched(result, 0, at.level);
+}
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("linear", &linear_batched);
+  m.impl("embedding", &embedding_batched);
+  m.impl("layer_norm", &layer_norm_batched);
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
