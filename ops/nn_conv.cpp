@@ -8,6 +8,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata::nn {
 namespace {
@@ -193,6 +194,156 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
          derivative({.backward = &conv2d_backward_input_backward, .saved_inputs = args(0, 2)}));
   m.impl("conv2d_backward_weight",
          derivative({.backward = &conv2d_backward_weight_backward, .saved_inputs = args(0, 1)}));
+}
+
+// ---- batching rules (Note [Batching rules])
+// With one weight for every sample, a batch of convolutions is one convolution over
+// B * N images. Per-sample weights (ensembles, and every weight gradient, which is
+// per sample) turn the samples into groups instead: sample b's channels follow
+// sample b-1's ([N, B * C, H, W]), so do its weight's output channels ([B * O,
+// C / g, kH, kW]), and groups = B * g keeps the samples apart. The kernels run one
+// GEMM per image and group, so that call does the work of B convolutions at once
+// (the weight gradient runs its groups in parallel). The rules are boxed so that a
+// call with nothing batched at this level (the rule's own calls, in nested vmaps)
+// goes on below it.
+
+using batching::BatchedArg;
+using batching::VmapLevel;
+
+void check_sample_rank(const BatchedArg& arg, const char* op, const char* name) {
+  STRATA_CHECK(arg.logical_dim() == 4, op, "expected a 4-D ", name, ", got one of rank ",
+               arg.logical_dim(), " (inside vmap)");
+}
+
+// The conv arguments of a boxed call whose arguments start at `args`.
+ConvParams conv_params(const IValue* args) {
+  return {args[3].to_int_list(), args[4].to_int_list(), args[5].to_int_list(), args[6].to_int()};
+}
+
+// [B, N, C, H, W] -> [B * N, C, H, W].
+Tensor images_folded(const BatchedArg& x) { return batching::batch_first(x).flatten(0, 1); }
+
+// [B, N, C, H, W] -> [N, B * C, H, W]; an unbatched [N, C, H, W] is repeated per sample.
+Tensor samples_as_groups(const BatchedArg& x, int64_t batch) {
+  return batching::batch_first_expanded(x, batch).movedim(0, 1).flatten(1, 2);
+}
+
+// [B, O, ...] -> [B * O, ...]; an unbatched weight or bias is repeated per sample.
+Tensor weights_as_groups(const BatchedArg& w, int64_t batch) {
+  return batching::batch_first_expanded(w, batch).flatten(0, 1);
+}
+
+// 4 sizes (of an input or weight) with dim `dim` multiplied by the batch size.
+DimVector scaled_sizes(IntArrayRef sizes, size_t dim, int64_t batch, const char* op) {
+  STRATA_CHECK(sizes.size() == 4, op, "expected 4 sizes, got ", shape_string(sizes));
+  DimVector result(sizes);
+  result[dim] *= batch;
+  return result;
+}
+
+void replace_arguments(Stack& stack, size_t first, Tensor result) {
+  stack.resize(first);
+  stack.emplace_back(std::move(result));
+}
+
+void conv2d_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  constexpr const char* name = "strata::conv2d";
+  const VmapLevel at = batching::current_vmap_level(name);
+  const size_t first = stack.size() - 7;
+  const IValue* args = &stack[first];
+  const BatchedArg x = batching::unwrap(args[0].to_tensor(), at.level);
+  const BatchedArg w = batching::unwrap(args[1].to_tensor(), at.level);
+  const std::optional<BatchedArg> b =
+      args[2].is_none() ? std::nullopt
+                        : std::optional(batching::unwrap(args[2].to_tensor(), at.level));
+  const bool bias_batched = b && b->batched();
+  if (!x.batched() && !w.batched() && !bias_batched) return batching::call_below(op, stack);
+  check_sample_rank(x, name, "input");
+  check_sample_rank(w, name, "weight");
+  const ConvParams p = conv_params(args);
+  const int64_t batch = at.batch_size;
+  const int64_t out_channels = args[1].to_tensor().size(0);
+  Tensor out;
+  std::optional<int64_t> out_bdim = 0;
+  if (w.batched()) {
+    const std::optional<Tensor> bias =
+        b ? std::optional(weights_as_groups(*b, batch)) : std::nullopt;
+    out = conv2d(samples_as_groups(x, batch), weights_as_groups(w, batch), bias, p.stride,
+                 p.padding, p.dilation, p.groups * batch)
+              .unflatten(1, {batch, out_channels});
+    out_bdim = 1;
+  } else {
+    // A bias per sample is added after one convolution with the shared weight.
+    const std::optional<Tensor> shared_bias =
+        b && !bias_batched ? std::optional(b->value) : std::nullopt;
+    if (x.batched()) {
+      const int64_t images = args[0].to_tensor().size(0);
+      out =
+          conv2d(images_folded(x), w.value, shared_bias, p.stride, p.padding, p.dilation, p.groups)
+              .unflatten(0, {batch, images});
+    } else {
+      out = conv2d(x.value, w.value, shared_bias, p.stride, p.padding, p.dilation, p.groups);
+    }
+    if (bias_batched) out = out + batching::batch_first(*b).view({batch, 1, out_channels, 1, 1});
+  }
+  replace_arguments(stack, first, batching::make_batched(out, out_bdim, at.level));
+}
+
+void conv2d_backward_input_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  constexpr const char* name = "strata::conv2d_backward_input";
+  const VmapLevel at = batching::current_vmap_level(name);
+  const size_t first = stack.size() - 7;
+  const IValue* args = &stack[first];
+  const BatchedArg g = batching::unwrap(args[0].to_tensor(), at.level);
+  const BatchedArg w = batching::unwrap(args[2].to_tensor(), at.level);
+  if (!g.batched() && !w.batched()) return batching::call_below(op, stack);
+  check_sample_rank(g, name, "grad_output");
+  check_sample_rank(w, name, "weight");
+  const ConvParams p = conv_params(args);
+  const IntArrayRef input_sizes = args[1].to_int_list();
+  const int64_t batch = at.batch_size;
+  Tensor grad_input;
+  if (w.batched()) {
+    grad_input = conv2d_backward_input(
+                     samples_as_groups(g, batch), scaled_sizes(input_sizes, 1, batch, name),
+                     weights_as_groups(w, batch), p.stride, p.padding, p.dilation, p.groups * batch)
+                     .unflatten(1, {batch, input_sizes[1]});
+  } else {
+    grad_input = conv2d_backward_input(images_folded(g), scaled_sizes(input_sizes, 0, batch, name),
+                                       w.value, p.stride, p.padding, p.dilation, p.groups)
+                     .unflatten(0, {batch, input_sizes[0]});
+  }
+  replace_arguments(stack, first,
+                    batching::make_batched(grad_input, w.batched() ? 1 : 0, at.level));
+}
+
+// Every sample has its own weight gradient, so the samples become groups even when
+// only one operand is batched (folding them into the images would sum over them).
+void conv2d_backward_weight_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  constexpr const char* name = "strata::conv2d_backward_weight";
+  const VmapLevel at = batching::current_vmap_level(name);
+  const size_t first = stack.size() - 7;
+  const IValue* args = &stack[first];
+  const BatchedArg g = batching::unwrap(args[0].to_tensor(), at.level);
+  const BatchedArg x = batching::unwrap(args[1].to_tensor(), at.level);
+  if (!g.batched() && !x.batched()) return batching::call_below(op, stack);
+  check_sample_rank(g, name, "grad_output");
+  check_sample_rank(x, name, "input");
+  const ConvParams p = conv_params(args);
+  const IntArrayRef weight_sizes = args[2].to_int_list();
+  const int64_t batch = at.batch_size;
+  const Tensor grad_weight =
+      conv2d_backward_weight(samples_as_groups(g, batch), samples_as_groups(x, batch),
+                             scaled_sizes(weight_sizes, 0, batch, name), p.stride, p.padding,
+                             p.dilation, p.groups * batch)
+          .unflatten(0, {batch, weight_sizes[0]});
+  replace_arguments(stack, first, batching::make_batched(grad_weight, 0, at.level));
+}
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("conv2d", KernelFunction::from_boxed(&conv2d_batched));
+  m.impl("conv2d_backward_input", KernelFunction::from_boxed(&conv2d_backward_input_batched));
+  m.impl("conv2d_backward_weight", KernelFunction::from_boxed(&conv2d_backward_weight_batched));
 }
 
 }  // namespace

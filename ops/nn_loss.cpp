@@ -9,6 +9,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata::nn {
 namespace {
@@ -149,6 +150,108 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
                                  .saved_inputs = args(0, 1, 2),
                                  .saved_outputs = args(0)}));
   m.impl("mse_loss", derivative({.backward = &mse_loss_backward, .saved_inputs = args(0, 1)}));
+}
+
+// ---- batching rules (Note [Batching rules])
+// A loss reduces over one sample's elements only. The rules compute the unreduced
+// losses of the whole batch with one call and reduce each sample's own; a mean
+// divides by that sample's count (or target weights). They are boxed so that a call
+// with nothing batched at this level (their own calls, in nested vmaps) goes on
+// below them.
+
+using batching::BatchedArg;
+
+void replace_arguments(Stack& stack, size_t first, Tensor result) {
+  stack.resize(first);
+  stack.emplace_back(std::move(result));
+}
+
+void nll_loss_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  constexpr const char* name = "strata::nll_loss";
+  const batching::VmapLevel at = batching::current_vmap_level(name);
+  const size_t first = stack.size() - 5;
+  const Tensor input = stack[first].to_tensor(), target = stack[first + 1].to_tensor();
+  const BatchedArg x = batching::unwrap(input, at.level), t = batching::unwrap(target, at.level);
+  const std::optional<BatchedArg> w =
+      stack[first + 2].is_none()
+          ? std::nullopt
+          : std::optional(batching::unwrap(stack[first + 2].to_tensor(), at.level));
+  const bool weight_batched = w && w->batched();
+  if (!x.batched() && !t.batched() && !weight_batched) return batching::call_below(op, stack);
+  const int64_t reduction = stack[first + 3].to_int(), ignore_index = stack[first + 4].to_int();
+  check_reduction(reduction, name);
+  STRATA_CHECK((input.dim() == 1 || input.dim() == 2) && target.dim() == input.dim() - 1 &&
+                   (input.dim() == 1 || target.size(0) == input.size(0)),
+               name, "expected input [N, C] with target [N], or input [C] with a 0-dim target, ",
+               "got ", shape_string(input.sizes()), " and ", shape_string(target.sizes()),
+               " (inside vmap)");
+  const int64_t batch = at.batch_size, classes = input.size(-1);
+  const int64_t rows = input.dim() == 2 ? input.size(0) : 1;
+  const std::optional<Tensor> shared_weight =
+      w && !weight_batched ? std::optional(w->value) : std::nullopt;
+  const Tensor labels = batching::batch_first_expanded(t, batch).reshape({batch * rows});
+  Tensor losses =
+      nll_loss(batching::batch_first_expanded(x, batch).reshape({batch * rows, classes}), labels,
+               shared_weight, Reduction::None, ignore_index);
+  // Each row's target weight (0 for an ignored target), which nll_loss reads off -weight.
+  auto target_weights = [&] {
+    if (!w) return (labels != ignore_index).to(x.value.dtype());
+    const Tensor negated =
+        weight_batched ? batching::batch_first(*w).neg().unsqueeze(1).expand({batch, rows, classes})
+                       : w->value.neg().expand({batch, rows, classes});
+    return nll_loss(negated.reshape({batch * rows, classes}), labels, std::nullopt, Reduction::None,
+                    ignore_index);
+  };
+  std::optional<Tensor> weights;
+  if (weight_batched) {
+    weights = target_weights();
+    losses = losses * *weights;
+  }
+  Tensor result;
+  if (static_cast<Reduction>(reduction) == Reduction::None) {
+    DimVector sizes{batch};
+    for (int64_t s : target.sizes()) sizes.push_back(s);
+    result = losses.view(sizes);
+  } else {
+    result = losses.view({batch, rows}).sum({1});
+    if (static_cast<Reduction>(reduction) == Reduction::Mean) {
+      if (!weights) weights = target_weights();
+      result = result / weights->view({batch, rows}).sum({1});
+    }
+  }
+  replace_arguments(stack, first, batching::make_batched(result, 0, at.level));
+}
+
+void mse_loss_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  constexpr const char* name = "strata::mse_loss";
+  const batching::VmapLevel at = batching::current_vmap_level(name);
+  const size_t first = stack.size() - 3;
+  const Tensor input = stack[first].to_tensor(), target = stack[first + 1].to_tensor();
+  const BatchedArg a = batching::unwrap(input, at.level), b = batching::unwrap(target, at.level);
+  if (!a.batched() && !b.batched()) return batching::call_below(op, stack);
+  const int64_t reduction = stack[first + 2].to_int();
+  check_reduction(reduction, name);
+  const int64_t rank =
+      static_cast<int64_t>(broadcast_shapes(input.sizes(), target.sizes(), name).size());
+  // Batched, a 0-dim sample has a dim and would promote differently.
+  const ScalarType dtype = result_type(input, target);
+  auto operand = [&](const BatchedArg& arg) {
+    const Tensor value = batching::batch_first_padded(arg, rank);
+    return value.dtype() == dtype ? value : value.to(dtype);
+  };
+  Tensor result = mse_loss(operand(a), operand(b), Reduction::None);
+  if (static_cast<Reduction>(reduction) != Reduction::None && rank > 0) {
+    DimVector sample_dims;
+    for (int64_t d = 1; d <= rank; ++d) sample_dims.push_back(d);
+    result = static_cast<Reduction>(reduction) == Reduction::Mean ? result.mean(sample_dims)
+                                                                  : result.sum(sample_dims);
+  }
+  replace_arguments(stack, first, batching::make_batched(result, 0, at.level));
+}
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("nll_loss", KernelFunction::from_boxed(&nll_loss_batched));
+  m.impl("mse_loss", KernelFunction::from_boxed(&mse_loss_batched));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata::nn {
 namespace {
@@ -196,6 +197,68 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("avg_pool2d",
          derivative({.backward = &avg_pool2d_backward_formula, .saved_inputs = args(0)}));
   m.impl("avg_pool2d_backward", derivative({.backward = &avg_pool2d_backward_backward}));
+}
+
+// ---- batching rules (Note [Batching rules])
+// Pooling treats every [H, W] plane alike, so the batch folds into the planes: a
+// rule hands the op its tensor arguments as [B, P, H, W] (P: one sample's planes),
+// the rest unchanged, and gives each result one sample's layout back. An unbatched
+// operand is expanded, not copied: the backward ops read their input only for its
+// shape. A call with nothing batched at this level (the rule's own, in nested vmaps)
+// goes on below it.
+
+using batching::BatchedArg;
+
+// `arg`'s samples as [B, P, H, W].
+Tensor batched_planes(const BatchedArg& arg, int64_t batch, const char* op) {
+  const int64_t rank = arg.logical_dim();
+  STRATA_CHECK(rank == 3 || rank == 4, op,
+               "expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got one of rank ", rank,
+               " (inside vmap)");
+  const Tensor value = batching::batch_first_expanded(arg, batch);
+  const int64_t planes = rank == 4 ? value.size(1) * value.size(2) : value.size(1);
+  return value.reshape({batch, planes, value.size(-2), value.size(-1)});
+}
+
+// [B, P, H', W'] planes as samples shaped like `sample` (a logical tensor) with the
+// spatial size H' x W'.
+Tensor as_samples(const Tensor& planes, const Tensor& sample, int64_t batch) {
+  DimVector sizes{batch};
+  for (int64_t d = 0; d + 2 < sample.dim(); ++d) sizes.push_back(sample.size(d));
+  sizes.push_back(planes.size(-2));
+  sizes.push_back(planes.size(-1));
+  return planes.view(sizes);
+}
+
+// The rule of every op here: its tensor arguments come first, and its results are
+// shaped like one sample of argument `like` (the input).
+template <size_t kTensors, size_t kLike>
+void pool_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const char* name = op.operator_name().name.c_str();
+  const batching::VmapLevel at = batching::current_vmap_level(name);
+  const size_t first = stack.size() - op.schema().arguments().size();
+  bool any_batched = false;
+  for (size_t i = first; i < first + kTensors; ++i) {
+    any_batched |= batching::unwrap(stack[i].to_tensor(), at.level).batched();
+  }
+  if (!any_batched) return batching::call_below(op, stack);
+  const Tensor like = stack[first + kLike].to_tensor();
+  for (size_t i = first; i < first + kTensors; ++i) {
+    stack[i] =
+        batched_planes(batching::unwrap(stack[i].to_tensor(), at.level), at.batch_size, name);
+  }
+  batching::call_below(op, stack);
+  for (size_t i = first; i < stack.size(); ++i) {
+    stack[i] =
+        batching::make_batched(as_samples(stack[i].to_tensor(), like, at.batch_size), 0, at.level);
+  }
+}
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("max_pool2d_with_indices", KernelFunction::from_boxed(&pool_batched<1, 0>));
+  m.impl("max_pool2d_backward", KernelFunction::from_boxed(&pool_batched<3, 1>));
+  m.impl("avg_pool2d", KernelFunction::from_boxed(&pool_batched<1, 0>));
+  m.impl("avg_pool2d_backward", KernelFunction::from_boxed(&pool_batched<2, 1>));
 }
 
 }  // namespace

@@ -199,24 +199,25 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_output, const
   const int64_t chunk_size = ceil_div(g.batch, std::min(g.batch, kWeightGradChunks));
   const int64_t chunks = ceil_div(g.batch, chunk_size);
   std::unique_ptr<T[]> partials(chunks > 1 ? new T[chunks * weight_numel] : nullptr);
-  const int64_t chunk_flops = chunk_size * g.groups * s.flops;
-  parallel_for(0, chunks, grain_for(chunk_flops), [&](int64_t begin, int64_t end) {
-    std::unique_ptr<T[]> buffer = column_buffer<T>(g, s);
-    for (int64_t chunk = begin; chunk < end; ++chunk) {
-      T* sum = chunks > 1 ? partials.get() + chunk * weight_numel : gw;
-      const int64_t first = chunk * chunk_size;
-      for (int64_t n = first; n < std::min(g.batch, first + chunk_size); ++n) {
-        for (int64_t grp = 0; grp < g.groups; ++grp) {
-          const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
-          // sum_g [O, D] (+)= grad_output_g [O, P] @ columns^T [P, D]
-          gemm<T>(s.out_channels, s.depth, s.positions, T(1),
-                  go + (n * g.out_channels + grp * s.out_channels) * s.positions, s.positions, 1,
-                  columns, 1, s.positions, n == first ? T(0) : T(1),
-                  sum + grp * s.out_channels * s.depth, s.depth);
+  // Groups write disjoint slices of the gradient, so they run in parallel too: a
+  // batch of per-sample weight gradients is one image with a group per sample.
+  parallel_for(
+      0, chunks * g.groups, grain_for(chunk_size * s.flops), [&](int64_t begin, int64_t end) {
+        std::unique_ptr<T[]> buffer = column_buffer<T>(g, s);
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t chunk = item / g.groups, grp = item % g.groups;
+          T* sum = (chunks > 1 ? partials.get() + chunk * weight_numel : gw) +
+                   grp * s.out_channels * s.depth;
+          const int64_t first = chunk * chunk_size;
+          for (int64_t n = first; n < std::min(g.batch, first + chunk_size); ++n) {
+            const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
+            // sum_g [O, D] (+)= grad_output_g [O, P] @ columns^T [P, D]
+            gemm<T>(s.out_channels, s.depth, s.positions, T(1),
+                    go + (n * g.out_channels + grp * s.out_channels) * s.positions, s.positions, 1,
+                    columns, 1, s.positions, n == first ? T(0) : T(1), sum, s.depth);
+          }
         }
-      }
-    }
-  });
+      });
   if (chunks > 1) {
     using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
     Eigen::Map<Vector> total(gw, weight_numel);
