@@ -4,6 +4,7 @@
 #include "kernels/cpu/indexing.h"
 
 #include <optional>
+#include <utility>
 
 #include "dispatcher/library.h"
 #include "kernels/cpu/elementwise.h"
@@ -12,6 +13,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -61,32 +63,22 @@ Tensor copy_of(const Tensor& self, const char* op) {
   return out;
 }
 
-Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
-  const char* op = "strata::index_select";
+// The checks of index_select, gather, scatter_add and index_add read only shapes
+// and dtypes (the batching rules run them on one sample's) and return dim wrapped;
+// the index values are checked by the kernels.
+
+int64_t check_index_select(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
   check_index_list(self, index, op);
-  const int64_t d = wrap_dim(dim, self.dim(), op);
-  DimVector shape(self.sizes());
-  if (self.dim() > 0) {
-    shape[d] = index.numel();
-  } else {
-    STRATA_CHECK(index.numel() == 1, op, "indexing a 0-dim tensor takes exactly one index, got ",
-                 index.numel());
-  }
-  Tensor out = make_empty_tensor(shape, self.dtype(), self.device(), op);
-  // The kernel checks indices as it reads them; with nothing to read, check them here.
-  if (out.numel() == 0) cpu::check_index_range(index, size_at(self, d), d, op);
-  cpu::index_select_kernel(out, self, d, index);
-  return out;
+  STRATA_CHECK(self.dim() > 0 || index.numel() == 1, op,
+               "indexing a 0-dim tensor takes exactly one index, got ", index.numel());
+  return wrap_dim(dim, self.dim(), op);
 }
 
-Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
-  const char* op = "strata::gather";
+int64_t check_gather(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
   check_index_tensor(self, index, op);
   const int64_t d = wrap_dim(dim, self.dim(), op);
   check_index_within(index, self, "self", d, op);
-  Tensor out = make_empty_tensor(index.sizes(), self.dtype(), self.device(), op);
-  cpu::gather_kernel(out, self, d, index);
-  return out;
+  return d;
 }
 
 int64_t check_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
@@ -96,24 +88,7 @@ int64_t check_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, 
   const int64_t d = wrap_dim(dim, self.dim(), op);
   check_index_within(index, self, "self", d, op);
   check_index_within(index, src, "src", std::nullopt, op);
-  cpu::check_index_range(index, size_at(self, d), d, op);
   return d;
-}
-
-Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  const char* op = "strata::scatter_add";
-  const int64_t d = check_scatter_add(self, dim, index, src, op);
-  Tensor out = copy_of(self, op);
-  cpu::scatter_add_kernel(out, d, index, src);
-  return out;
-}
-
-const Tensor& scatter_add__cpu(const Tensor& self, int64_t dim, const Tensor& index,
-                               const Tensor& src) {
-  const int64_t d = check_scatter_add(self, dim, index, src, "strata::scatter_add_");
-  cpu::scatter_add_kernel(self, d, index, src);
-  self.impl()->bump_version();
-  return self;
 }
 
 int64_t check_index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
@@ -130,14 +105,59 @@ int64_t check_index_add(const Tensor& self, int64_t dim, const Tensor& index, co
   STRATA_CHECK(fits, op, "source of shape ", shape_string(source.sizes()),
                " must match self of shape ", shape_string(self.sizes()), " except at dim ", d,
                ", where its size must be the number of indices (", index.numel(), ")");
-  cpu::check_index_range(index, size_at(self, d), d, op);
   return d;
+}
+
+// The index values against the size of the indexed dim: scatters write into
+// existing data, so they check before they start.
+void check_index_values(const Tensor& self, int64_t d, const Tensor& index, const char* op) {
+  cpu::check_index_range(index, size_at(self, d), d, op);
+}
+
+Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
+  const char* op = "strata::index_select";
+  const int64_t d = check_index_select(self, dim, index, op);
+  DimVector shape(self.sizes());
+  if (self.dim() > 0) shape[d] = index.numel();
+  Tensor out = make_empty_tensor(shape, self.dtype(), self.device(), op);
+  // The kernel checks indices as it reads them; with nothing to read, check them here.
+  if (out.numel() == 0) check_index_values(self, d, index, op);
+  cpu::index_select_kernel(out, self, d, index);
+  return out;
+}
+
+Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
+  const char* op = "strata::gather";
+  const int64_t d = check_gather(self, dim, index, op);
+  Tensor out = make_empty_tensor(index.sizes(), self.dtype(), self.device(), op);
+  cpu::gather_kernel(out, self, d, index);
+  return out;
+}
+
+Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  const char* op = "strata::scatter_add";
+  const int64_t d = check_scatter_add(self, dim, index, src, op);
+  check_index_values(self, d, index, op);
+  Tensor out = copy_of(self, op);
+  cpu::scatter_add_kernel(out, d, index, src);
+  return out;
+}
+
+const Tensor& scatter_add__cpu(const Tensor& self, int64_t dim, const Tensor& index,
+                               const Tensor& src) {
+  const char* op = "strata::scatter_add_";
+  const int64_t d = check_scatter_add(self, dim, index, src, op);
+  check_index_values(self, d, index, op);
+  cpu::scatter_add_kernel(self, d, index, src);
+  self.impl()->bump_version();
+  return self;
 }
 
 Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                      const Scalar& alpha) {
   const char* op = "strata::index_add";
   const int64_t d = check_index_add(self, dim, index, source, alpha, op);
+  check_index_values(self, d, index, op);
   Tensor out = copy_of(self, op);
   cpu::index_add_kernel(out, d, index, source, alpha);
   return out;
@@ -145,7 +165,9 @@ Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const
 
 const Tensor& index_add__cpu(const Tensor& self, int64_t dim, const Tensor& index,
                              const Tensor& source, const Scalar& alpha) {
-  const int64_t d = check_index_add(self, dim, index, source, alpha, "strata::index_add_");
+  const char* op = "strata::index_add_";
+  const int64_t d = check_index_add(self, dim, index, source, alpha, op);
+  check_index_values(self, d, index, op);
   cpu::index_add_kernel(self, d, index, source, alpha);
   self.impl()->bump_version();
   return self;
@@ -284,6 +306,177 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("index_add_", index_add);
   m.impl("masked_fill.Scalar", masked_fill);
   m.impl("masked_fill_.Scalar", masked_fill);
+}
+
+// ---- batching rules (Note [Batching rules]) ------------------------------------
+// A rule checks one sample's shapes with the op's own checks (a batched tensor's
+// sizes are a sample's), then indexes the whole batch behind a leading batch dim;
+// an argument that is the same for every sample is expanded to the batch (a
+// view). A batched list of positions (index_select, index_add) becomes the index
+// of gather or scatter_add, which has the data's rank, so every sample reads or
+// writes at its own positions.
+
+using batching::BatchedArg;
+
+// A boxed call's arguments at the vmap level its rule runs at.
+struct BatchedCall {
+  const char* op;
+  batching::VmapLevel at;
+  size_t first;
+
+  BatchedCall(const OperatorHandle& handle, const Stack& stack)
+      : op(handle.operator_name().name.c_str()),
+        at(batching::current_vmap_level(op)),
+        first(stack.size() - handle.schema().arguments().size()) {}
+  BatchedArg unwrap(const Stack& stack, size_t i) const {
+    return batching::unwrap(stack[first + i].to_tensor(), at.level);
+  }
+};
+
+// Every sample of `arg`, batch first. The kernels count a 0-dim tensor as one
+// element along dim 0, so a 0-dim sample becomes [1], keeping the batch dim out
+// of the indexing.
+Tensor samples_of(const BatchedArg& arg, int64_t batch_size) {
+  Tensor t = batching::batch_first_expanded(arg, batch_size);
+  return arg.logical_dim() == 0 ? t.unsqueeze(1) : t;
+}
+
+// Batched positions along `dim` of `data` (a batch from samples_of) as an index
+// shaped like data with the number of positions at dim.
+Tensor positions_index(const BatchedArg& index, const Tensor& data, int64_t dim,
+                       int64_t batch_size) {
+  const Tensor positions = samples_of(index, batch_size);
+  const int64_t count = positions.sizes()[1];
+  DimVector shape(static_cast<size_t>(data.dim()), 1);
+  shape[0] = batch_size;
+  shape[dim] = count;
+  DimVector sizes(data.sizes());
+  sizes[dim] = count;
+  return positions.view(shape).expand(sizes);
+}
+
+// Replaces the call's arguments by its result: self for an in-place op (the rule
+// wrote into self's value), else `out`, a batch computed from samples_of.
+template <bool in_place = false>
+void push_result(Stack& stack, const BatchedCall& call, const Tensor& self, Tensor out) {
+  if constexpr (!in_place) {
+    if (self.dim() == 0) out = out.squeeze(1);
+    out = batching::make_batched(std::move(out), 0, call.at.level);
+  }
+  stack.resize(call.first);
+  stack.emplace_back(in_place ? self : std::move(out));
+}
+
+void index_select_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const BatchedCall call(op, stack);
+  const BatchedArg self = call.unwrap(stack, 0);
+  const BatchedArg index = call.unwrap(stack, 2);
+  if (!self.batched() && !index.batched()) return batching::call_below(op, stack);
+  const Tensor sample = stack[call.first].to_tensor();
+  const int64_t d = check_index_select(sample, stack[call.first + 1].to_int(),
+                                       stack[call.first + 2].to_tensor(), call.op) +
+                    1;
+  const Tensor data = samples_of(self, call.at.batch_size);
+  push_result(stack, call, sample,
+              index.batched() ? data.gather(d, positions_index(index, data, d, call.at.batch_size))
+                              : data.index_select(d, index.value));
+}
+
+void gather_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const BatchedCall call(op, stack);
+  const BatchedArg self = call.unwrap(stack, 0);
+  const BatchedArg index = call.unwrap(stack, 2);
+  if (!self.batched() && !index.batched()) return batching::call_below(op, stack);
+  const Tensor sample = stack[call.first].to_tensor();
+  const int64_t d = check_gather(sample, stack[call.first + 1].to_int(),
+                                 stack[call.first + 2].to_tensor(), call.op) +
+                    1;
+  const int64_t batch_size = call.at.batch_size;
+  push_result(stack, call, sample,
+              samples_of(self, batch_size).gather(d, samples_of(index, batch_size)));
+}
+
+template <bool in_place>
+Tensor scatter_add_into(const Tensor& data, int64_t d, const Tensor& index, const Tensor& src) {
+  if constexpr (in_place) {
+    return data.scatter_add_(d, index, src);
+  } else {
+    return data.scatter_add(d, index, src);
+  }
+}
+
+// scatter_add(self, dim, index, src) and index_add(self, dim, index, source,
+// alpha): self, index and src/source are arguments 0, 2 and 3. Returns whether
+// the call went below (nothing batched at this level) or `d`, the dim of the
+// batch to scatter along.
+template <bool in_place, auto check, class... Extra>
+std::optional<int64_t> start_scatter(const OperatorHandle& op, const BatchedCall& call,
+                                     Stack& stack, const Extra&... extra) {
+  const BatchedArg self = call.unwrap(stack, 0);
+  const bool others_batched = call.unwrap(stack, 2).batched() || call.unwrap(stack, 3).batched();
+  if (!self.batched() && !others_batched) {
+    batching::call_below(op, stack);
+    return std::nullopt;
+  }
+  const int64_t d = check(stack[call.first].to_tensor(), stack[call.first + 1].to_int(),
+                          stack[call.first + 2].to_tensor(), stack[call.first + 3].to_tensor(),
+                          extra..., call.op);
+  if (in_place) batching::check_inplace_target(call.op, self, others_batched, call.at.batch_size);
+  return d + 1;
+}
+
+template <bool in_place>
+void scatter_add_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const BatchedCall call(op, stack);
+  const std::optional<int64_t> d = start_scatter<in_place, &check_scatter_add>(op, call, stack);
+  if (!d) return;
+  const int64_t batch_size = call.at.batch_size;
+  const Tensor sample = stack[call.first].to_tensor();
+  const Tensor out = scatter_add_into<in_place>(samples_of(call.unwrap(stack, 0), batch_size), *d,
+                                                samples_of(call.unwrap(stack, 2), batch_size),
+                                                samples_of(call.unwrap(stack, 3), batch_size));
+  push_result<in_place>(stack, call, sample, out);
+}
+
+// alpha * values in values' dtype (the scale index_add's kernel applies).
+Tensor scaled(const Tensor& values, const Scalar& alpha) {
+  if (alpha.to_double() == 1.0) return values;
+  return (values * alpha).to(values.dtype());
+}
+
+template <bool in_place>
+void index_add_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const BatchedCall call(op, stack);
+  const Scalar alpha = stack[call.first + 4].to_scalar();
+  const std::optional<int64_t> d =
+      start_scatter<in_place, &check_index_add>(op, call, stack, alpha);
+  if (!d) return;
+  const int64_t batch_size = call.at.batch_size;
+  const Tensor sample = stack[call.first].to_tensor();
+  const BatchedArg index = call.unwrap(stack, 2);
+  const Tensor data = samples_of(call.unwrap(stack, 0), batch_size);
+  const Tensor values = samples_of(call.unwrap(stack, 3), batch_size);
+  Tensor out;
+  if (index.batched()) {
+    out = scatter_add_into<in_place>(data, *d, positions_index(index, values, *d, batch_size),
+                                     scaled(values, alpha));
+  } else if constexpr (in_place) {
+    out = data.index_add_(*d, index.value, values, alpha);
+  } else {
+    out = data.index_add(*d, index.value, values, alpha);
+  }
+  push_result<in_place>(stack, call, sample, out);
+}
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("index_select", KernelFunction::from_boxed(&index_select_batched));
+  m.impl("gather", KernelFunction::from_boxed(&gather_batched));
+  m.impl("scatter_add", KernelFunction::from_boxed(&scatter_add_batched<false>));
+  m.impl("scatter_add_", KernelFunction::from_boxed(&scatter_add_batched<true>));
+  m.impl("index_add", KernelFunction::from_boxed(&index_add_batched<false>));
+  m.impl("index_add_", KernelFunction::from_boxed(&index_add_batched<true>));
+  m.impl("masked_fill.Scalar", batching::pointwise_batch_rule());
+  m.impl("masked_fill_.Scalar", batching::pointwise_batch_rule());
 }
 
 using IndexSig = Tensor(const Tensor&, int64_t, const Tensor&);

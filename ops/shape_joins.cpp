@@ -1,4 +1,5 @@
 // Joins: cat (a CPU kernel) and stack (unsqueeze + cat).
+#include <optional>
 #include <vector>
 
 #include "dispatcher/library.h"
@@ -9,6 +10,7 @@
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata {
 namespace {
@@ -22,8 +24,14 @@ void check_non_empty(ArrayRef<Tensor> tensors, const char* op) {
   STRATA_CHECK(!tensors.empty(), op, "expected a non-empty list of tensors");
 }
 
-Tensor cat_cpu(ArrayRef<Tensor> tensors, int64_t dim) {
-  const char* op = "strata::cat";
+// The cat dim, wrapped, and the output's shape; `tensors` may be the samples of
+// batched tensors (the batching rule checks one sample's shapes).
+struct CatShape {
+  int64_t dim;
+  DimVector sizes;
+};
+
+CatShape cat_shape(ArrayRef<Tensor> tensors, int64_t dim, const char* op) {
   check_non_empty(tensors, op);
   size_t ref = 0;  // the tensor whose shape the others must match
   while (ref + 1 < tensors.size() && is_legacy_empty(tensors[ref])) ++ref;
@@ -47,8 +55,14 @@ Tensor cat_cpu(ArrayRef<Tensor> tensors, int64_t dim) {
                  ": sizes must match except in the cat dim ", d);
     shape[d] += t.sizes()[d];
   }
-  Tensor out = make_empty_tensor(shape, result_type(tensors), first.device(), op);
-  cpu::cat_kernel(out, tensors, d);
+  return {d, shape};
+}
+
+Tensor cat_cpu(ArrayRef<Tensor> tensors, int64_t dim) {
+  const char* op = "strata::cat";
+  const CatShape shape = cat_shape(tensors, dim, op);
+  Tensor out = make_empty_tensor(shape.sizes, result_type(tensors), tensors[0].device(), op);
+  cpu::cat_kernel(out, tensors, shape.dim);
   return out;
 }
 
@@ -95,6 +109,39 @@ void cat_backward(autograd::BackwardContext& c) {
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("cat", autograd::derivative({.backward = &cat_backward}));
 }
+
+// ---- batching rule (Note [Batching rules]); stack reaches it through unsqueeze.
+
+// Every sample is the cat of the samples, so the batch is one cat along the
+// sample's dim behind a leading batch dim; unbatched tensors are expanded to the
+// batch (a view). A legacy empty tensor stays a 1-D [0] tensor, so the kernel
+// still skips it in its shape checks and counts it in the dtype.
+void cat_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  const char* name = "strata::cat";
+  const batching::VmapLevel at = batching::current_vmap_level(name);
+  const size_t first = stack.size() - 2;
+  std::vector<Tensor>& tensors = stack[first].to_tensor_list();
+  const CatShape shape = cat_shape(tensors, stack[first + 1].to_int(), name);
+  bool batched = false;
+  for (const Tensor& t : tensors) {
+    batched |= !is_legacy_empty(t) && batching::unwrap(t, at.level).batched();
+  }
+  for (Tensor& t : tensors) {
+    const batching::BatchedArg arg = batching::unwrap(t, at.level);
+    if (is_legacy_empty(t)) {
+      if (arg.batched()) t = empty({0}, t.dtype(), t.device());
+    } else if (batched) {
+      t = batching::batch_first_expanded(arg, at.batch_size);
+    }
+  }
+  stack[first + 1] = batched ? shape.dim + 1 : shape.dim;
+  batching::call_below(op, stack);
+  Tensor& out = stack[first].to_tensor();
+  out = batching::make_batched(std::move(out), batched ? std::optional<int64_t>(0) : std::nullopt,
+                               at.level);
+}
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) { m.impl("cat", KernelFunction::from_boxed(&cat_batched)); }
 
 }  // namespace
 
