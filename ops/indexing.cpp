@@ -4,9 +4,11 @@
 #include "kernels/cpu/indexing.h"
 
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "dispatcher/library.h"
+#include "dispatcher/local_dispatch_key_set.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -318,34 +320,19 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 
 using batching::BatchedArg;
 
-// A boxed call's arguments at the vmap level its rule runs at.
-struct BatchedCall {
-  const char* op;
-  batching::VmapLevel at;
-  size_t first;
-
-  BatchedCall(const OperatorHandle& handle, const Stack& stack)
-      : op(handle.operator_name().name.c_str()),
-        at(batching::current_vmap_level(op)),
-        first(stack.size() - handle.schema().arguments().size()) {}
-  BatchedArg unwrap(const Stack& stack, size_t i) const {
-    return batching::unwrap(stack[first + i].to_tensor(), at.level);
-  }
-};
-
 // Every sample of `arg`, batch first. The kernels count a 0-dim tensor as one
 // element along dim 0, so a 0-dim sample becomes [1], keeping the batch dim out
 // of the indexing.
-Tensor samples_of(const BatchedArg& arg, int64_t batch_size) {
+Tensor indexing_samples(const BatchedArg& arg, int64_t batch_size) {
   Tensor t = batching::batch_first_expanded(arg, batch_size);
   return arg.logical_dim() == 0 ? t.unsqueeze(1) : t;
 }
 
-// Batched positions along `dim` of `data` (a batch from samples_of) as an index
+// Batched positions along `dim` of `data` (a batch from indexing_samples) as an index
 // shaped like data with the number of positions at dim.
 Tensor positions_index(const BatchedArg& index, const Tensor& data, int64_t dim,
                        int64_t batch_size) {
-  const Tensor positions = samples_of(index, batch_size);
+  const Tensor positions = indexing_samples(index, batch_size);
   const int64_t count = positions.sizes()[1];
   DimVector shape(static_cast<size_t>(data.dim()), 1);
   shape[0] = batch_size;
@@ -355,49 +342,52 @@ Tensor positions_index(const BatchedArg& index, const Tensor& data, int64_t dim,
   return positions.view(shape).expand(sizes);
 }
 
-// Replaces the call's arguments by its result: self for an in-place op (the rule
-// wrote into self's value), else `out`, a batch computed from samples_of.
-template <bool in_place = false>
-void push_result(Stack& stack, const BatchedCall& call, const Tensor& self, Tensor out) {
-  if constexpr (!in_place) {
-    if (self.dim() == 0) out = out.squeeze(1);
-    out = batching::make_batched(std::move(out), 0, call.at.level);
+// A rule's view of its call: the vmap level, and the guard that sends the ops
+// the rule calls on values (never batched at this level) straight to the layers
+// below instead of back to this level's rules.
+struct BatchedCall {
+  const char* op;
+  batching::VmapLevel at;
+  ExcludeDispatchKeyGuard below{DispatchKey::Batched};
+
+  explicit BatchedCall(const char* name) : op(name), at(batching::current_vmap_level(name)) {}
+  BatchedArg unwrap(const Tensor& t) const { return batching::unwrap(t, at.level); }
+  Tensor samples_of(const Tensor& t) const { return indexing_samples(unwrap(t), at.batch_size); }
+  // The result of an out-of-place op from the batch it computed from samples_of
+  // of a self with `self_rank` dims per sample.
+  Tensor result(Tensor out, int64_t self_rank) const {
+    return batching::make_batched(self_rank == 0 ? out.squeeze(1) : std::move(out), 0, at.level);
   }
-  stack.resize(call.first);
-  stack.emplace_back(in_place ? self : std::move(out));
+};
+
+Tensor index_select_batched(const Tensor& self, int64_t dim, const Tensor& index) {
+  const BatchedCall call("strata::index_select");
+  const BatchedArg positions = call.unwrap(index);
+  if (!call.unwrap(self).batched() && !positions.batched()) return self.index_select(dim, index);
+  const int64_t d = check_index_select(self, dim, index, call.op) + 1;
+  const Tensor data = call.samples_of(self);
+  if (!positions.batched()) return call.result(data.index_select(d, index), self.dim());
+  return call.result(data.gather(d, positions_index(positions, data, d, call.at.batch_size)),
+                     self.dim());
 }
 
-void index_select_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  const BatchedCall call(op, stack);
-  const BatchedArg self = call.unwrap(stack, 0);
-  const BatchedArg index = call.unwrap(stack, 2);
-  if (!self.batched() && !index.batched()) return batching::call_below(op, stack);
-  const Tensor sample = stack[call.first].to_tensor();
-  const int64_t d = check_index_select(sample, stack[call.first + 1].to_int(),
-                                       stack[call.first + 2].to_tensor(), call.op) +
-                    1;
-  const Tensor data = samples_of(self, call.at.batch_size);
-  push_result(stack, call, sample,
-              index.batched() ? data.gather(d, positions_index(index, data, d, call.at.batch_size))
-                              : data.index_select(d, index.value));
+Tensor gather_batched(const Tensor& self, int64_t dim, const Tensor& index) {
+  const BatchedCall call("strata::gather");
+  if (!call.unwrap(self).batched() && !call.unwrap(index).batched()) {
+    return self.gather(dim, index);
+  }
+  const int64_t d = check_gather(self, dim, index, call.op) + 1;
+  return call.result(call.samples_of(self).gather(d, call.samples_of(index)), self.dim());
 }
 
-void gather_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  const BatchedCall call(op, stack);
-  const BatchedArg self = call.unwrap(stack, 0);
-  const BatchedArg index = call.unwrap(stack, 2);
-  if (!self.batched() && !index.batched()) return batching::call_below(op, stack);
-  const Tensor sample = stack[call.first].to_tensor();
-  const int64_t d = check_gather(sample, stack[call.first + 1].to_int(),
-                                 stack[call.first + 2].to_tensor(), call.op) +
-                    1;
-  const int64_t batch_size = call.at.batch_size;
-  push_result(stack, call, sample,
-              samples_of(self, batch_size).gather(d, samples_of(index, batch_size)));
-}
-
+// An in-place rule returns its self, whose value it wrote into.
 template <bool in_place>
-Tensor scatter_add_into(const Tensor& data, int64_t d, const Tensor& index, const Tensor& src) {
+using ScatterResult = std::conditional_t<in_place, const Tensor&, Tensor>;
+
+// The out-of-place or in-place op of a pair, called on `data`.
+template <bool in_place>
+ScatterResult<in_place> scatter_add_into(const Tensor& data, int64_t d, const Tensor& index,
+                                         const Tensor& src) {
   if constexpr (in_place) {
     return data.scatter_add_(d, index, src);
   } else {
@@ -405,37 +395,47 @@ Tensor scatter_add_into(const Tensor& data, int64_t d, const Tensor& index, cons
   }
 }
 
-// scatter_add(self, dim, index, src) and index_add(self, dim, index, source,
-// alpha): self, index and src/source are arguments 0, 2 and 3. Returns whether
-// the call went below (nothing batched at this level) or `d`, the dim of the
-// batch to scatter along.
-template <bool in_place, auto check, class... Extra>
-std::optional<int64_t> start_scatter(const OperatorHandle& op, const BatchedCall& call,
-                                     Stack& stack, const Extra&... extra) {
-  const BatchedArg self = call.unwrap(stack, 0);
-  const bool others_batched = call.unwrap(stack, 2).batched() || call.unwrap(stack, 3).batched();
-  if (!self.batched() && !others_batched) {
-    batching::call_below(op, stack);
-    return std::nullopt;
+template <bool in_place>
+ScatterResult<in_place> index_add_into(const Tensor& data, int64_t d, const Tensor& index,
+                                       const Tensor& source, const Scalar& alpha) {
+  if constexpr (in_place) {
+    return data.index_add_(d, index, source, alpha);
+  } else {
+    return data.index_add(d, index, source, alpha);
   }
-  const int64_t d = check(stack[call.first].to_tensor(), stack[call.first + 1].to_int(),
-                          stack[call.first + 2].to_tensor(), stack[call.first + 3].to_tensor(),
-                          extra..., call.op);
-  if (in_place) batching::check_inplace_target(call.op, self, others_batched, call.at.batch_size);
-  return d + 1;
 }
 
 template <bool in_place>
-void scatter_add_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  const BatchedCall call(op, stack);
-  const std::optional<int64_t> d = start_scatter<in_place, &check_scatter_add>(op, call, stack);
-  if (!d) return;
-  const int64_t batch_size = call.at.batch_size;
-  const Tensor sample = stack[call.first].to_tensor();
-  const Tensor out = scatter_add_into<in_place>(samples_of(call.unwrap(stack, 0), batch_size), *d,
-                                                samples_of(call.unwrap(stack, 2), batch_size),
-                                                samples_of(call.unwrap(stack, 3), batch_size));
-  push_result<in_place>(stack, call, sample, out);
+ScatterResult<in_place> scatter_result(const BatchedCall& call, const Tensor& self, Tensor out) {
+  if constexpr (in_place) {
+    return self;
+  } else {
+    return call.result(std::move(out), self.dim());
+  }
+}
+
+// Whether a scatter into self has anything batched at this level; for an in-place
+// one, checks that self can take the batched values.
+template <bool in_place>
+bool scatter_batched(const BatchedCall& call, const Tensor& self, const Tensor& index,
+                     const Tensor& src) {
+  const BatchedArg target = call.unwrap(self);
+  const bool others = call.unwrap(index).batched() || call.unwrap(src).batched();
+  if (in_place) batching::check_inplace_target(call.op, target, others, call.at.batch_size);
+  return target.batched() || others;
+}
+
+template <bool in_place>
+ScatterResult<in_place> scatter_add_batched(const Tensor& self, int64_t dim, const Tensor& index,
+                                            const Tensor& src) {
+  const BatchedCall call(in_place ? "strata::scatter_add_" : "strata::scatter_add");
+  if (!scatter_batched<in_place>(call, self, index, src)) {
+    return scatter_add_into<in_place>(self, dim, index, src);
+  }
+  const int64_t d = check_scatter_add(self, dim, index, src, call.op) + 1;
+  const Tensor out = scatter_add_into<in_place>(call.samples_of(self), d, call.samples_of(index),
+                                                call.samples_of(src));
+  return scatter_result<in_place>(call, self, out);
 }
 
 // alpha * values in values' dtype (the scale index_add's kernel applies).
@@ -445,36 +445,31 @@ Tensor scaled(const Tensor& values, const Scalar& alpha) {
 }
 
 template <bool in_place>
-void index_add_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  const BatchedCall call(op, stack);
-  const Scalar alpha = stack[call.first + 4].to_scalar();
-  const std::optional<int64_t> d =
-      start_scatter<in_place, &check_index_add>(op, call, stack, alpha);
-  if (!d) return;
-  const int64_t batch_size = call.at.batch_size;
-  const Tensor sample = stack[call.first].to_tensor();
-  const BatchedArg index = call.unwrap(stack, 2);
-  const Tensor data = samples_of(call.unwrap(stack, 0), batch_size);
-  const Tensor values = samples_of(call.unwrap(stack, 3), batch_size);
-  Tensor out;
-  if (index.batched()) {
-    out = scatter_add_into<in_place>(data, *d, positions_index(index, values, *d, batch_size),
-                                     scaled(values, alpha));
-  } else if constexpr (in_place) {
-    out = data.index_add_(*d, index.value, values, alpha);
-  } else {
-    out = data.index_add(*d, index.value, values, alpha);
+ScatterResult<in_place> index_add_batched(const Tensor& self, int64_t dim, const Tensor& index,
+                                          const Tensor& source, const Scalar& alpha) {
+  const BatchedCall call(in_place ? "strata::index_add_" : "strata::index_add");
+  if (!scatter_batched<in_place>(call, self, index, source)) {
+    return index_add_into<in_place>(self, dim, index, source, alpha);
   }
-  push_result<in_place>(stack, call, sample, out);
+  const int64_t d = check_index_add(self, dim, index, source, alpha, call.op) + 1;
+  const BatchedArg positions = call.unwrap(index);
+  const Tensor data = call.samples_of(self);
+  const Tensor values = call.samples_of(source);
+  const Tensor out = positions.batched()
+                         ? scatter_add_into<in_place>(
+                               data, d, positions_index(positions, values, d, call.at.batch_size),
+                               scaled(values, alpha))
+                         : index_add_into<in_place>(data, d, index, values, alpha);
+  return scatter_result<in_place>(call, self, out);
 }
 
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("index_select", KernelFunction::from_boxed(&index_select_batched));
-  m.impl("gather", KernelFunction::from_boxed(&gather_batched));
-  m.impl("scatter_add", KernelFunction::from_boxed(&scatter_add_batched<false>));
-  m.impl("scatter_add_", KernelFunction::from_boxed(&scatter_add_batched<true>));
-  m.impl("index_add", KernelFunction::from_boxed(&index_add_batched<false>));
-  m.impl("index_add_", KernelFunction::from_boxed(&index_add_batched<true>));
+  m.impl("index_select", &index_select_batched);
+  m.impl("gather", &gather_batched);
+  m.impl("scatter_add", &scatter_add_batched<false>);
+  m.impl("scatter_add_", &scatter_add_batched<true>);
+  m.impl("index_add", &index_add_batched<false>);
+  m.impl("index_add_", &index_add_batched<true>);
   m.impl("masked_fill.Scalar", batching::pointwise_batch_rule());
   m.impl("masked_fill_.Scalar", batching::pointwise_batch_rule());
 }

@@ -1,8 +1,8 @@
 // Joins: cat (a CPU kernel) and stack (unsqueeze + cat).
-#include <optional>
 #include <vector>
 
 #include "dispatcher/library.h"
+#include "dispatcher/local_dispatch_key_set.h"
 #include "kernels/cpu/cat.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -116,32 +116,32 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 // sample's dim behind a leading batch dim; unbatched tensors are expanded to the
 // batch (a view). A legacy empty tensor stays a 1-D [0] tensor, so the kernel
 // still skips it in its shape checks and counts it in the dtype.
-void cat_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  const char* name = "strata::cat";
-  const batching::VmapLevel at = batching::current_vmap_level(name);
-  const size_t first = stack.size() - 2;
-  std::vector<Tensor>& tensors = stack[first].to_tensor_list();
-  const CatShape shape = cat_shape(tensors, stack[first + 1].to_int(), name);
+Tensor cat_batched(ArrayRef<Tensor> tensors, int64_t dim) {
+  const char* op = "strata::cat";
+  const batching::VmapLevel at = batching::current_vmap_level(op);
+  const CatShape shape = cat_shape(tensors, dim, op);
   bool batched = false;
   for (const Tensor& t : tensors) {
     batched |= !is_legacy_empty(t) && batching::unwrap(t, at.level).batched();
   }
-  for (Tensor& t : tensors) {
+  // The ops below act on values, which are not batched at this level: they go
+  // straight to the layers below instead of back to this level's rules.
+  const ExcludeDispatchKeyGuard below(DispatchKey::Batched);
+  std::vector<Tensor> values;
+  values.reserve(tensors.size());
+  for (const Tensor& t : tensors) {
     const batching::BatchedArg arg = batching::unwrap(t, at.level);
     if (is_legacy_empty(t)) {
-      if (arg.batched()) t = empty({0}, t.dtype(), t.device());
-    } else if (batched) {
-      t = batching::batch_first_expanded(arg, at.batch_size);
+      values.push_back(arg.batched() ? empty({0}, t.dtype(), t.device()) : t);
+    } else {
+      values.push_back(batched ? batching::batch_first_expanded(arg, at.batch_size) : arg.value);
     }
   }
-  stack[first + 1] = batched ? shape.dim + 1 : shape.dim;
-  batching::call_below(op, stack);
-  Tensor& out = stack[first].to_tensor();
-  out = batching::make_batched(std::move(out), batched ? std::optional<int64_t>(0) : std::nullopt,
-                               at.level);
+  if (!batched) return cat(values, shape.dim);
+  return batching::make_batched(cat(values, shape.dim + 1), 0, at.level);
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) { m.impl("cat", KernelFunction::from_boxed(&cat_batched)); }
+STRATA_LIBRARY_IMPL(strata, Batched, m) { m.impl("cat", &cat_batched); }
 
 }  // namespace
 
