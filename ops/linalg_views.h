@@ -52,8 +52,9 @@ struct BatchFold {
   int64_t batch_size;
   int64_t sample_size;  // the size of the sample's dim
 };
-// Merges the batch of `value` (at `bdim`) into dim `dim` of a sample. A view where
-// the strides allow it (the batch next to that dim), else a copy, batch-major.
+// Merges the batch of `value` (at `bdim`) into dim `dim` of a sample: as it lies when
+// the batch is next to that dim and the strides allow a view; else the batch moves
+// in front of that dim (batch-major), a view where the strides allow, else a copy.
 BatchFold fold_batch(const Tensor& value, int64_t bdim, int64_t dim);
 // Splits the batch out of dim `dim` of a result computed from a fold, whose size is
 // that of the fold's merged dim (a view): the result's values and their batch dim.

@@ -91,6 +91,7 @@ std::vector<ShapePairCase> mm_cases() {
       {{{1, 1}, L::Contiguous}, {{1, 1}, L::Contiguous}},
       {{{1, 4}, L::Contiguous}, {{4, 1}, L::Contiguous}},
       {{{3, 0}, L::Contiguous}, {{0, 5}, L::Contiguous}},  // k = 0: zeros
+      {{{3, 1}, L::Contiguous}, {{1, 5}, L::Transposed}},  // k = 1: batched, a multiply
       {{{0, 4}, L::Contiguous}, {{4, 5}, L::Contiguous}},
       {{{3, 4}, L::Contiguous}, {{4, 0}, L::Contiguous}},
       {{{3, 4}, L::Transposed}, {{4, 5}, L::Contiguous}},
@@ -113,6 +114,7 @@ std::vector<ShapePairCase> bmm_cases() {
       {{{1, 1, 1}, L::Contiguous}, {{1, 1, 1}, L::Contiguous}},
       {{{0, 3, 4}, L::Contiguous}, {{0, 4, 5}, L::Contiguous}},
       {{{2, 3, 0}, L::Contiguous}, {{2, 0, 5}, L::Contiguous}},  // k = 0: zeros
+      {{{2, 3, 1}, L::Transposed}, {{2, 1, 5}, L::Contiguous}},  // k = 1
       {{{2, 3, 4}, L::Transposed}, {{2, 4, 5}, L::Contiguous}},
       {{{2, 3, 4}, L::Sliced}, {{2, 4, 5}, L::Transposed}},
       {{{3, 3, 4}, L::Expanded}, {{3, 4, 5}, L::Contiguous}},           // batch stride 0
