@@ -320,28 +320,6 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 
 using batching::BatchedArg;
 
-// Every sample of `arg`, batch first. The kernels count a 0-dim tensor as one
-// element along dim 0, so a 0-dim sample becomes [1], keeping the batch dim out
-// of the indexing.
-Tensor indexing_samples(const BatchedArg& arg, int64_t batch_size) {
-  Tensor t = batching::batch_first_expanded(arg, batch_size);
-  return arg.logical_dim() == 0 ? t.unsqueeze(1) : t;
-}
-
-// Batched positions along `dim` of `data` (a batch from indexing_samples) as an index
-// shaped like data with the number of positions at dim.
-Tensor positions_index(const BatchedArg& index, const Tensor& data, int64_t dim,
-                       int64_t batch_size) {
-  const Tensor positions = indexing_samples(index, batch_size);
-  const int64_t count = positions.sizes()[1];
-  DimVector shape(static_cast<size_t>(data.dim()), 1);
-  shape[0] = batch_size;
-  shape[dim] = count;
-  DimVector sizes(data.sizes());
-  sizes[dim] = count;
-  return positions.view(shape).expand(sizes);
-}
-
 // A rule's view of its call: the vmap level, and the guard that sends the ops
 // the rule calls on values (never batched at this level) straight to the layers
 // below instead of back to this level's rules.
@@ -352,7 +330,26 @@ struct BatchedCall {
 
   explicit BatchedCall(const char* name) : op(name), at(batching::current_vmap_level(name)) {}
   BatchedArg unwrap(const Tensor& t) const { return batching::unwrap(t, at.level); }
-  Tensor samples_of(const Tensor& t) const { return indexing_samples(unwrap(t), at.batch_size); }
+
+  // Every sample of `t`, batch first. The kernels count a 0-dim tensor as one
+  // element along dim 0, so a 0-dim sample becomes [1], keeping the batch dim out
+  // of the indexing.
+  Tensor samples_of(const Tensor& t) const {
+    const BatchedArg arg = unwrap(t);
+    Tensor batch = batching::batch_first_expanded(arg, at.batch_size);
+    return arg.logical_dim() == 0 ? batch.unsqueeze(1) : batch;
+  }
+  // A batched list of positions along `dim` of `data` (from samples_of) as an
+  // index shaped like data, with the number of positions at dim.
+  Tensor positions_index(const Tensor& index, const Tensor& data, int64_t dim) const {
+    const Tensor positions = samples_of(index);
+    DimVector shape(static_cast<size_t>(data.dim()), 1);
+    shape[0] = at.batch_size;
+    shape[dim] = positions.sizes()[1];
+    DimVector sizes(data.sizes());
+    sizes[dim] = positions.sizes()[1];
+    return positions.view(shape).expand(sizes);
+  }
   // The result of an out-of-place op from the batch it computed from samples_of
   // of a self with `self_rank` dims per sample.
   Tensor result(Tensor out, int64_t self_rank) const {
@@ -362,12 +359,12 @@ struct BatchedCall {
 
 Tensor index_select_batched(const Tensor& self, int64_t dim, const Tensor& index) {
   const BatchedCall call("strata::index_select");
-  const BatchedArg positions = call.unwrap(index);
-  if (!call.unwrap(self).batched() && !positions.batched()) return self.index_select(dim, index);
+  const bool batched_positions = call.unwrap(index).batched();
+  if (!call.unwrap(self).batched() && !batched_positions) return self.index_select(dim, index);
   const int64_t d = check_index_select(self, dim, index, call.op) + 1;
   const Tensor data = call.samples_of(self);
-  if (!positions.batched()) return call.result(data.index_select(d, index), self.dim());
-  return call.result(data.gather(d, positions_index(positions, data, d, call.at.batch_size)),
+  return call.result(batched_positions ? data.gather(d, call.positions_index(index, data, d))
+                                       : data.index_select(d, index),
                      self.dim());
 }
 
@@ -452,14 +449,13 @@ ScatterResult<in_place> index_add_batched(const Tensor& self, int64_t dim, const
     return index_add_into<in_place>(self, dim, index, source, alpha);
   }
   const int64_t d = check_index_add(self, dim, index, source, alpha, call.op) + 1;
-  const BatchedArg positions = call.unwrap(index);
   const Tensor data = call.samples_of(self);
   const Tensor values = call.samples_of(source);
-  const Tensor out = positions.batched()
-                         ? scatter_add_into<in_place>(
-                               data, d, positions_index(positions, values, d, call.at.batch_size),
-                               scaled(values, alpha))
-                         : index_add_into<in_place>(data, d, index, values, alpha);
+  const Tensor out =
+      call.unwrap(index).batched()
+          ? scatter_add_into<in_place>(data, d, call.positions_index(index, values, d),
+                                       scaled(values, alpha))
+          : index_add_into<in_place>(data, d, index, values, alpha);
   return scatter_result<in_place>(call, self, out);
 }
 
