@@ -2,7 +2,11 @@
 #include "kernels/cpu/pool.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
@@ -26,27 +30,57 @@ TapRange taps_inside(int64_t start, int64_t kernel, int64_t dilation, int64_t si
   return {begin, std::max(begin, end)};
 }
 
+// The taps of each output row and column that land inside the image. They depend
+// on the geometry only, so they are worked out once per call: per window they
+// would cost four integer divisions, more than a small window's arithmetic.
+struct WindowTaps {
+  std::vector<TapRange> rows, cols;
+  explicit WindowTaps(const Pool2dGeometry& g) {
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      rows.push_back(taps_inside(oh * g.stride_h - g.pad_h, g.kernel_h, g.dilation_h, g.in_h));
+    }
+    for (int64_t ow = 0; ow < g.out_w; ++ow) {
+      cols.push_back(taps_inside(ow * g.stride_w - g.pad_w, g.kernel_w, g.dilation_w, g.in_w));
+    }
+  }
+};
+
 // Calls fn(pixel) for each pixel (ih * in_w + iw) of output (oh, ow)'s window that
 // lies in the image, in row-major order.
 template <class Fn>
-void for_each_window_pixel(const Pool2dGeometry& g, int64_t oh, int64_t ow, Fn&& fn) {
+void for_each_window_pixel(const Pool2dGeometry& g, const WindowTaps& taps, int64_t oh, int64_t ow,
+                           Fn&& fn) {
   const int64_t h_start = oh * g.stride_h - g.pad_h, w_start = ow * g.stride_w - g.pad_w;
-  const TapRange rows = taps_inside(h_start, g.kernel_h, g.dilation_h, g.in_h);
-  const TapRange cols = taps_inside(w_start, g.kernel_w, g.dilation_w, g.in_w);
+  const TapRange rows = taps.rows[oh], cols = taps.cols[ow];
   for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
     const int64_t row = (h_start + kh * g.dilation_h) * g.in_w + w_start;
     for (int64_t kw = cols.begin; kw < cols.end; ++kw) fn(row + kw * g.dilation_w);
   }
 }
 
-// Calls fn(plane) for every plane, in parallel when the planes hold enough work.
+// Calls fn(plane, geometry) for every plane, in parallel when the planes hold enough
+// work. fn gets a copy of g local to its thread's loop, which the compiler can keep
+// in registers: through a reference it would reload the fields after every store to
+// an Int64 output, which might alias them.
 template <class Fn>
 void for_each_plane(const Pool2dGeometry& g, Fn&& fn) {
   const int64_t work = std::max<int64_t>(1, g.out_h * g.out_w * g.kernel_h * g.kernel_w);
   parallel_for(0, g.planes, std::max<int64_t>(1, kElementwiseGrain / work),
                [&](int64_t begin, int64_t end) {
-                 for (int64_t p = begin; p < end; ++p) fn(p);
+                 const Pool2dGeometry local = g;
+                 for (int64_t p = begin; p < end; ++p) fn(p, local);
                });
+}
+
+// The unsigned integer of T's width, to select floats with integer masks.
+template <class T>
+using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
+// take ? a : b without a branch (compilers turn the ternary into one).
+template <class I>
+I select(bool take, I a, I b) {
+  const I mask = static_cast<I>(0) - static_cast<I>(take);
+  return (a & mask) | (b & ~mask);
 }
 
 template <class T>
@@ -56,20 +90,24 @@ void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
   const T* in = input.data_ptr<T>();
   T* out = values.data_ptr<T>();
   int64_t* where = indices.data_ptr<int64_t>();
-  for_each_plane(g, [&](int64_t p) {
+  const WindowTaps taps(g);
+  for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
     const T* pixels = in + p * in_plane;
-    for (int64_t oh = 0; oh < g.out_h; ++oh) {
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        T best = T(0);
+    for (int64_t oh = 0; oh < geo.out_h; ++oh) {
+      for (int64_t ow = 0; ow < geo.out_w; ++ow) {
+        // Every window holds a pixel (pool_geometry checks the padding): the first
+        // one starts the search. Selects, not branches: on random data whether a
+        // pixel beats the best so far is a coin toss the branch predictor loses.
         int64_t best_pixel = -1;
-        for_each_window_pixel(g, oh, ow, [&](int64_t pixel) {
+        T best = T(0);
+        for_each_window_pixel(geo, taps, oh, ow, [&](int64_t pixel) {
           const T x = pixels[pixel];
-          if (best_pixel < 0 || x > best || std::isnan(x)) {
-            best = x;
-            best_pixel = pixel;
-          }
+          const bool take = (best_pixel < 0) | (x > best) | std::isnan(x);
+          best_pixel = select(take, pixel, best_pixel);
+          best = std::bit_cast<T>(
+              select(take, std::bit_cast<Bits<T>>(x), std::bit_cast<Bits<T>>(best)));
         });
-        const int64_t o = p * out_plane + oh * g.out_w + ow;
+        const int64_t o = p * out_plane + oh * geo.out_w + ow;
         out[o] = best;
         where[o] = best_pixel;
       }
@@ -84,7 +122,7 @@ void max_pool_backward(const Tensor& grad_input, const Tensor& grad_output, cons
   const T* go = grad_output.data_ptr<T>();
   const int64_t* where = indices.data_ptr<int64_t>();
   T* gi = grad_input.data_ptr<T>();
-  for_each_plane(g, [&](int64_t p) {
+  for_each_plane(g, [&](int64_t p, const Pool2dGeometry&) {
     T* plane = gi + p * in_plane;
     std::fill(plane, plane + in_plane, T(0));
     for (int64_t o = p * out_plane; o < (p + 1) * out_plane; ++o) {
@@ -101,13 +139,14 @@ void avg_pool(const Tensor& out, const Tensor& input, const Pool2dGeometry& g) {
   const T scale = T(1) / static_cast<T>(g.kernel_h * g.kernel_w);
   const T* in = input.data_ptr<T>();
   T* o = out.data_ptr<T>();
-  for_each_plane(g, [&](int64_t p) {
+  const WindowTaps taps(g);
+  for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
     const T* pixels = in + p * in_plane;
-    for (int64_t oh = 0; oh < g.out_h; ++oh) {
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+    for (int64_t oh = 0; oh < geo.out_h; ++oh) {
+      for (int64_t ow = 0; ow < geo.out_w; ++ow) {
         T sum = T(0);
-        for_each_window_pixel(g, oh, ow, [&](int64_t pixel) { sum += pixels[pixel]; });
-        o[p * out_plane + oh * g.out_w + ow] = sum * scale;
+        for_each_window_pixel(geo, taps, oh, ow, [&](int64_t pixel) { sum += pixels[pixel]; });
+        o[p * out_plane + oh * geo.out_w + ow] = sum * scale;
       }
     }
   });
@@ -120,13 +159,14 @@ void avg_pool_backward(const Tensor& grad_input, const Tensor& grad_output,
   const T scale = T(1) / static_cast<T>(g.kernel_h * g.kernel_w);
   const T* go = grad_output.data_ptr<T>();
   T* gi = grad_input.data_ptr<T>();
-  for_each_plane(g, [&](int64_t p) {
+  const WindowTaps taps(g);
+  for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
     T* plane = gi + p * in_plane;
     std::fill(plane, plane + in_plane, T(0));
-    for (int64_t oh = 0; oh < g.out_h; ++oh) {
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const T share = go[p * out_plane + oh * g.out_w + ow] * scale;
-        for_each_window_pixel(g, oh, ow, [&](int64_t pixel) { plane[pixel] += share; });
+    for (int64_t oh = 0; oh < geo.out_h; ++oh) {
+      for (int64_t ow = 0; ow < geo.out_w; ++ow) {
+        const T share = go[p * out_plane + oh * geo.out_w + ow] * scale;
+        for_each_window_pixel(geo, taps, oh, ow, [&](int64_t pixel) { plane[pixel] += share; });
       }
     }
   });
