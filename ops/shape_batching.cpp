@@ -123,9 +123,13 @@ struct Permute {
                  shape_string(v.sample.sizes()), ")");
     IntList order;
     order.reserve(dims.size() + 1);
+    std::vector<bool> seen(static_cast<size_t>(v.rank() + 1), false);
     for (int64_t d : dims) {
       if (static_cast<int64_t>(order.size()) == v.bdim()) order.push_back(v.bdim());
-      order.push_back(v.value_dim(d));
+      const int64_t p = v.value_dim(d);
+      STRATA_CHECK(!seen[p], v.op, "dim ", d, " appears twice in ", shape_string(dims));
+      seen[p] = true;
+      order.push_back(p);
     }
     if (static_cast<int64_t>(order.size()) == v.bdim()) order.push_back(v.bdim());
     return {v.value().permute(order), v.bdim()};
