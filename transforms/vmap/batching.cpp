@@ -13,6 +13,7 @@ BatchedArg unwrap(const Tensor& t, int64_t level) {
 
 Tensor batch_first(const BatchedArg& arg) {
   if (!arg.bdim || *arg.bdim == 0) return arg.value;
+  const BelowThisLevel below;
   return arg.value.movedim(*arg.bdim, 0);
 }
 
@@ -20,12 +21,14 @@ Tensor batch_first_expanded(const BatchedArg& arg, int64_t batch_size) {
   if (arg.bdim) return batch_first(arg);
   DimVector sizes{batch_size};
   for (int64_t s : arg.value.sizes()) sizes.push_back(s);
+  const BelowThisLevel below;
   return arg.value.unsqueeze(0).expand(sizes);
 }
 
 Tensor batch_first_padded(const BatchedArg& arg, int64_t rank) {
   if (!arg.bdim) return arg.value;
   Tensor value = batch_first(arg);
+  const BelowThisLevel below;
   for (int64_t missing = rank - arg.logical_dim(); missing > 0; --missing) {
     value = value.unsqueeze(1);
   }

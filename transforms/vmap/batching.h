@@ -6,6 +6,7 @@
 
 #include "dispatcher/ivalue.h"
 #include "dispatcher/kernel_function.h"
+#include "dispatcher/local_dispatch_key_set.h"
 #include "transforms/vmap/batched_tensor.h"
 #include "transforms/vmap/vmap_interpreter.h"
 
@@ -24,6 +25,13 @@
 //     ... return batching::make_batched(result, 0, at.level);
 //   }
 //
+// The ops a rule calls on unwrapped values must not come back to the Batched
+// kernels of this level: a value may be a batched tensor of an outer vmap, which
+// this level treats as a constant. A rule runs them under BelowThisLevel
+// (Batched excluded, so they go on to the layer below). A composite kernel
+// reached at the Batched key is different: it calls ops on this level's
+// batched tensors, which must reach their rules.
+//
 // Ops without a rule take the loop fallback (one call per sample, then stack),
 // which warns once per op; set_loop_fallback_enabled(false) makes it an error.
 
@@ -32,6 +40,15 @@ class OperatorHandle;
 }
 
 namespace strata::batching {
+
+// Sends the ops called in its scope past this level's Batched kernels.
+class BelowThisLevel {
+ public:
+  BelowThisLevel() : guard_(DispatchKey::Batched) {}
+
+ private:
+  ExcludeDispatchKeyGuard guard_;
+};
 
 // A tensor argument of a batching rule at one level: its value (the whole batch)
 // and where the batch dim is; an unbatched argument has no bdim.
@@ -93,6 +110,7 @@ struct UnaryPointwiseRule<kOp> {
   static Tensor call(const Tensor& self, Rest... rest) {
     const int64_t level = current_vmap_level("a pointwise op").level;
     BatchedTensorImpl* b = batched_at_level(self, level);
+    const BelowThisLevel below;
     if (b == nullptr) return kOp(self, rest...);
     return make_batched(kOp(b->value(), rest...), b->bdim(), level);
   }
@@ -105,6 +123,7 @@ struct BinaryPointwiseRule<kOp> {
   static Tensor call(const Tensor& a, const Tensor& b, Rest... rest) {
     const int64_t level = current_vmap_level("a pointwise op").level;
     PointwiseOperands x = align_pointwise(a, b, level);
+    const BelowThisLevel below;
     return make_batched(kOp(x.a, x.b, rest...), x.bdim, level);
   }
 };
