@@ -197,15 +197,16 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 }
 
 // ---- batching rules (Note [Batching rules])
-// With one weight for every sample, a batch of convolutions is one convolution over
-// B * N images. Per-sample weights (ensembles, and every weight gradient, which is
-// per sample) turn the samples into groups instead: sample b's channels follow
-// sample b-1's ([N, B * C, H, W]), so do its weight's output channels ([B * O,
-// C / g, kH, kW]), and groups = B * g keeps the samples apart. The kernels run one
-// GEMM per image and group, so that call does the work of B convolutions at once
-// (the weight gradient runs its groups in parallel). The rules are boxed so that a
-// call with nothing batched at this level (the rule's own calls, in nested vmaps)
-// goes on below it.
+// A batched operand's batch goes where the kernels already loop: with one weight
+// for every sample, into the images (one convolution over B * N images). Otherwise
+// it joins a channel dim: for one batched operand, each group's channels, which
+// makes the product one GEMM with B times the rows (an ensemble's outputs, a
+// Jacobian's weight gradients); for two (per-sample weights or weight gradients,
+// DP-SGD's hot spot), the samples become groups, sample b's channels after sample
+// b-1's, with groups = B * g. The kernels run one GEMM per image and group, so one
+// call does the work of B convolutions (the weight gradient runs its groups in
+// parallel). The rules are boxed so that a call with nothing batched at this level
+// (the rules' own calls, in nested vmaps) goes on below them.
 
 using batching::BatchedArg;
 using batching::VmapLevel;
@@ -216,22 +217,37 @@ void check_sample_rank(const BatchedArg& arg, const char* op, const char* name) 
 }
 
 // The conv arguments of a boxed call whose arguments start at `args`.
-ConvParams conv_params(const IValue* args) {
-  return {args[3].to_int_list(), args[4].to_int_list(), args[5].to_int_list(), args[6].to_int()};
+ConvParams conv_params(const IValue* args, const char* op) {
+  const ConvParams p{args[3].to_int_list(), args[4].to_int_list(), args[5].to_int_list(),
+                     args[6].to_int()};
+  STRATA_CHECK(p.groups > 0, op, "groups must be positive, got ", p.groups);
+  return p;
+}
+
+// A batch-first value [B, ..., C, ...] with its batch joined to dim `dim` of a
+// sample, whose C entries form `groups` groups: [..., (groups, B, C / groups), ...],
+// every group holding all samples' channels of that group. An unbatched operand
+// (expanded) is copied per sample.
+Tensor batch_into_channels(const Tensor& value, int64_t dim, int64_t groups, const char* op) {
+  const int64_t channels = value.size(dim + 1);
+  STRATA_CHECK(channels % groups == 0, op, "dim ", dim, " of a sample has ", channels,
+               " channels, which are not divisible by groups = ", groups, " (inside vmap)");
+  return value.unflatten(dim + 1, {groups, channels / groups})
+      .movedim(0, dim + 1)
+      .flatten(dim, dim + 2);
+}
+
+// The inverse for a result: [..., (groups, B, C / groups), ...] -> [..., B, C, ...],
+// the batch at `dim` (a view when groups == 1).
+Tensor batch_out_of_channels(const Tensor& value, int64_t dim, int64_t groups, int64_t batch) {
+  const int64_t per_group = value.size(dim) / (groups * batch);
+  return value.unflatten(dim, {groups, batch, per_group})
+      .movedim(dim + 1, dim)
+      .flatten(dim + 1, dim + 2);
 }
 
 // [B, N, C, H, W] -> [B * N, C, H, W].
 Tensor images_folded(const BatchedArg& x) { return batching::batch_first(x).flatten(0, 1); }
-
-// [B, N, C, H, W] -> [N, B * C, H, W]; an unbatched [N, C, H, W] is repeated per sample.
-Tensor samples_as_groups(const BatchedArg& x, int64_t batch) {
-  return batching::batch_first_expanded(x, batch).movedim(0, 1).flatten(1, 2);
-}
-
-// [B, O, ...] -> [B * O, ...]; an unbatched weight or bias is repeated per sample.
-Tensor weights_as_groups(const BatchedArg& w, int64_t batch) {
-  return batching::batch_first_expanded(w, batch).flatten(0, 1);
-}
 
 // 4 sizes (of an input or weight) with dim `dim` multiplied by the batch size.
 DimVector scaled_sizes(IntArrayRef sizes, size_t dim, int64_t batch, const char* op) {
@@ -260,31 +276,36 @@ void conv2d_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   if (!x.batched() && !w.batched() && !bias_batched) return batching::call_below(op, stack);
   check_sample_rank(x, name, "input");
   check_sample_rank(w, name, "weight");
-  const ConvParams p = conv_params(args);
+  const ConvParams p = conv_params(args, name);
   const int64_t batch = at.batch_size;
-  const int64_t out_channels = args[1].to_tensor().size(0);
   Tensor out;
-  std::optional<int64_t> out_bdim = 0;
+  int64_t out_bdim = 0;
   if (w.batched()) {
-    const std::optional<Tensor> bias =
-        b ? std::optional(weights_as_groups(*b, batch)) : std::nullopt;
-    out = conv2d(samples_as_groups(x, batch), weights_as_groups(w, batch), bias, p.stride,
-                 p.padding, p.dilation, p.groups * batch)
-              .unflatten(1, {batch, out_channels});
+    // Samples as groups, or the batch in each group's output channels.
+    const int64_t groups = x.batched() ? 1 : p.groups;
+    const Tensor input =
+        x.batched() ? batch_into_channels(batching::batch_first(x), 1, groups, name) : x.value;
+    std::optional<Tensor> bias;
+    if (b) bias = batch_into_channels(batching::batch_first_expanded(*b, batch), 0, groups, name);
+    out = batch_out_of_channels(
+        conv2d(input, batch_into_channels(batching::batch_first(w), 0, groups, name), bias,
+               p.stride, p.padding, p.dilation, x.batched() ? p.groups * batch : p.groups),
+        1, groups, batch);
     out_bdim = 1;
   } else {
     // A bias per sample is added after one convolution with the shared weight.
     const std::optional<Tensor> shared_bias =
         b && !bias_batched ? std::optional(b->value) : std::nullopt;
     if (x.batched()) {
-      const int64_t images = args[0].to_tensor().size(0);
       out =
           conv2d(images_folded(x), w.value, shared_bias, p.stride, p.padding, p.dilation, p.groups)
-              .unflatten(0, {batch, images});
+              .unflatten(0, {batch, args[0].to_tensor().size(0)});
     } else {
       out = conv2d(x.value, w.value, shared_bias, p.stride, p.padding, p.dilation, p.groups);
     }
-    if (bias_batched) out = out + batching::batch_first(*b).view({batch, 1, out_channels, 1, 1});
+    if (bias_batched) {
+      out = out + batching::batch_first(*b).view({batch, 1, args[1].to_tensor().size(0), 1, 1});
+    }
   }
   replace_arguments(stack, first, batching::make_batched(out, out_bdim, at.level));
 }
@@ -299,26 +320,34 @@ void conv2d_backward_input_batched(const OperatorHandle& op, DispatchKeySet, Sta
   if (!g.batched() && !w.batched()) return batching::call_below(op, stack);
   check_sample_rank(g, name, "grad_output");
   check_sample_rank(w, name, "weight");
-  const ConvParams p = conv_params(args);
+  const ConvParams p = conv_params(args, name);
   const IntArrayRef input_sizes = args[1].to_int_list();
   const int64_t batch = at.batch_size;
   Tensor grad_input;
-  if (w.batched()) {
-    grad_input = conv2d_backward_input(
-                     samples_as_groups(g, batch), scaled_sizes(input_sizes, 1, batch, name),
-                     weights_as_groups(w, batch), p.stride, p.padding, p.dilation, p.groups * batch)
-                     .unflatten(1, {batch, input_sizes[1]});
-  } else {
+  if (!w.batched()) {
     grad_input = conv2d_backward_input(images_folded(g), scaled_sizes(input_sizes, 0, batch, name),
                                        w.value, p.stride, p.padding, p.dilation, p.groups)
                      .unflatten(0, {batch, input_sizes[0]});
+  } else {
+    // Samples as groups, or the batch in each group's input channels.
+    const int64_t groups = g.batched() ? 1 : p.groups;
+    const Tensor grad_output =
+        g.batched() ? batch_into_channels(batching::batch_first(g), 1, 1, name) : g.value;
+    // The weight's input channels are those of one group: the batch goes in front.
+    const Tensor weight = g.batched() ? batch_into_channels(batching::batch_first(w), 0, 1, name)
+                                      : batch_into_channels(batching::batch_first(w), 1, 1, name);
+    grad_input = batch_out_of_channels(
+        conv2d_backward_input(grad_output, scaled_sizes(input_sizes, 1, batch, name), weight,
+                              p.stride, p.padding, p.dilation,
+                              g.batched() ? p.groups * batch : p.groups),
+        1, groups, batch);
   }
   replace_arguments(stack, first,
                     batching::make_batched(grad_input, w.batched() ? 1 : 0, at.level));
 }
 
-// Every sample has its own weight gradient, so the samples become groups even when
-// only one operand is batched (folding them into the images would sum over them).
+// Every sample has its own weight gradient: folding the batch into the images would
+// sum over it.
 void conv2d_backward_weight_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   constexpr const char* name = "strata::conv2d_backward_weight";
   const VmapLevel at = batching::current_vmap_level(name);
@@ -329,15 +358,25 @@ void conv2d_backward_weight_batched(const OperatorHandle& op, DispatchKeySet, St
   if (!g.batched() && !x.batched()) return batching::call_below(op, stack);
   check_sample_rank(g, name, "grad_output");
   check_sample_rank(x, name, "input");
-  const ConvParams p = conv_params(args);
+  const ConvParams p = conv_params(args, name);
   const IntArrayRef weight_sizes = args[2].to_int_list();
   const int64_t batch = at.batch_size;
-  const Tensor grad_weight =
-      conv2d_backward_weight(samples_as_groups(g, batch), samples_as_groups(x, batch),
-                             scaled_sizes(weight_sizes, 0, batch, name), p.stride, p.padding,
-                             p.dilation, p.groups * batch)
-          .unflatten(0, {batch, weight_sizes[0]});
-  replace_arguments(stack, first, batching::make_batched(grad_weight, 0, at.level));
+  const bool both = g.batched() && x.batched();
+  // Samples as groups, or the batch in each group's output (input) channels.
+  const int64_t groups = both ? 1 : p.groups;
+  const Tensor grad_output =
+      g.batched() ? batch_into_channels(batching::batch_first(g), 1, groups, name) : g.value;
+  const Tensor input =
+      x.batched() ? batch_into_channels(batching::batch_first(x), 1, groups, name) : x.value;
+  // The result's output channels hold the batch when grad_output's do, else its
+  // input channels (of one group: the batch in front).
+  const size_t batch_dim = g.batched() ? 0 : 1;
+  const Tensor grad_weight = batch_out_of_channels(
+      conv2d_backward_weight(grad_output, input, scaled_sizes(weight_sizes, batch_dim, batch, name),
+                             p.stride, p.padding, p.dilation, both ? p.groups * batch : p.groups),
+      static_cast<int64_t>(batch_dim), g.batched() ? groups : 1, batch);
+  replace_arguments(stack, first,
+                    batching::make_batched(grad_weight, static_cast<int64_t>(batch_dim), at.level));
 }
 
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
