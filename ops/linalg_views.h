@@ -42,9 +42,9 @@ Tensor contiguous_copy(const Tensor& t);
 
 // Note [Folding the vmap batch into a dim]
 // A batching rule computes a product for every sample at once by merging the vmap
-// batch into a dim the kernel already runs over (the rows of a GEMM, the output
-// features of linear), so the whole batch is one kernel call. The merged dim runs
-// over the batch outside the sample's dim (batch-major) or inside it.
+// batch into a dim the kernel already runs over (the rows or columns of a GEMM whose
+// other operand every sample shares), so the whole batch is one kernel call. The
+// merged dim runs over the batch outside the sample's dim (batch-major) or inside it.
 struct BatchFold {
   Tensor value;      // the batch merged into dim `dim`
   int64_t dim;       // where the merged dim is

@@ -227,8 +227,7 @@ std::optional<Tensor> shared_value(const std::optional<BatchedArg>& arg) {
 }
 
 // With a shared weight the batch joins the input's rows: one GEMM. Per-sample
-// weights with a shared input are blocks of output features of one GEMM (Note
-// [Folding the vmap batch into a dim]); with per-sample inputs too, one bmm.
+// weights: one bmm, sample by sample.
 Tensor linear_batched(const Tensor& input, const Tensor& weight,
                       const std::optional<Tensor>& bias) {
   check_linear_arguments(input, weight, bias);
@@ -247,18 +246,10 @@ Tensor linear_batched(const Tensor& input, const Tensor& weight,
         batching::batch_first(out) + batching::batch_first_padded(*b, x.logical_dim());
     return batching::make_batched(biased, 0, at.level);
   }
-  if (!x.batched()) {
-    const linalg::BatchFold features = linalg::fold_batch(w.value, *w.bdim, 0);
-    std::optional<Tensor> biases;
-    if (b) {
-      const Tensor per_sample = batching::batch_first_expanded(*b, at.batch_size);
-      biases = (features.batch_major ? per_sample : per_sample.t()).reshape({-1});
-    }
-    const Tensor out = linear(x.value, features.value, biases);
-    const auto [value, bdim] = linalg::unfold_batch(out, out.dim() - 1, features);
-    return batching::make_batched(value, bdim, at.level);
-  }
-  const Tensor inputs = batching::batch_first(x);
+  // A shared input is an expanded (stride-0) batch of inputs: bmm reads it in place.
+  // (Folding the weights into one GEMM's output features instead would run that
+  // GEMM in blocks of the few input rows, each packing every sample's weight.)
+  const Tensor inputs = batching::batch_first_expanded(x, at.batch_size);
   const Tensor rows = linalg::fold_dims(inputs, {1, x.logical_dim() - 1, 1});
   Tensor out = bmm(rows, batching::batch_first(w).transpose(1, 2));
   if (b) out = out + (b->batched() ? batching::batch_first(*b).unsqueeze(1) : b->value);
