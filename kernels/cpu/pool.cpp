@@ -2,10 +2,8 @@
 #include "kernels/cpu/pool.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
@@ -35,12 +33,18 @@ TapRange taps_inside(int64_t start, int64_t kernel, int64_t dilation, int64_t si
 // would cost four integer divisions, more than a small window's arithmetic.
 struct WindowTaps {
   std::vector<TapRange> rows, cols;
+  // For each kernel column kw, the output columns whose tap kw lands in the image.
+  std::vector<TapRange> outputs_of_tap;
   explicit WindowTaps(const Pool2dGeometry& g) {
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
       rows.push_back(taps_inside(oh * g.stride_h - g.pad_h, g.kernel_h, g.dilation_h, g.in_h));
     }
     for (int64_t ow = 0; ow < g.out_w; ++ow) {
       cols.push_back(taps_inside(ow * g.stride_w - g.pad_w, g.kernel_w, g.dilation_w, g.in_w));
+    }
+    for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+      outputs_of_tap.push_back(
+          taps_inside(kw * g.dilation_w - g.pad_w, g.out_w, g.stride_w, g.in_w));
     }
   }
 };
@@ -72,17 +76,8 @@ void for_each_plane(const Pool2dGeometry& g, Fn&& fn) {
                });
 }
 
-// The unsigned integer of T's width, to select floats with integer masks.
-template <class T>
-using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-
-// take ? a : b without a branch (compilers turn the ternary into one).
-template <class I>
-I select(bool take, I a, I b) {
-  const I mask = static_cast<I>(0) - static_cast<I>(take);
-  return (a & mask) | (b & ~mask);
-}
-
+// A row of outputs at a time, tap by tap (in each window's row-major order), so the
+// innermost loop runs along the output row with selects the compiler vectorizes.
 template <class T>
 void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
               const Pool2dGeometry& g) {
@@ -94,22 +89,28 @@ void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
   for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
     const T* pixels = in + p * in_plane;
     for (int64_t oh = 0; oh < geo.out_h; ++oh) {
-      for (int64_t ow = 0; ow < geo.out_w; ++ow) {
-        // Every window holds a pixel (pool_geometry checks the padding): the first
-        // one starts the search. Selects, not branches: on random data whether a
-        // pixel beats the best so far is a coin toss the branch predictor loses.
-        int64_t best_pixel = -1;
-        T best = T(0);
-        for_each_window_pixel(geo, taps, oh, ow, [&](int64_t pixel) {
-          const T x = pixels[pixel];
-          const bool take = (best_pixel < 0) | (x > best) | std::isnan(x);
-          best_pixel = select(take, pixel, best_pixel);
-          best = std::bit_cast<T>(
-              select(take, std::bit_cast<Bits<T>>(x), std::bit_cast<Bits<T>>(best)));
-        });
-        const int64_t o = p * out_plane + oh * geo.out_w + ow;
-        out[o] = best;
-        where[o] = best_pixel;
+      T* best = out + p * out_plane + oh * geo.out_w;
+      int64_t* best_pixel = where + p * out_plane + oh * geo.out_w;
+      // -1: no pixel yet, so a window's first pixel always wins (every window holds
+      // one: pool_geometry checks the padding).
+      std::fill(best, best + geo.out_w, T(0));
+      std::fill(best_pixel, best_pixel + geo.out_w, int64_t{-1});
+      const TapRange rows = taps.rows[oh];
+      for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
+        const int64_t ih = oh * geo.stride_h - geo.pad_h + kh * geo.dilation_h;
+        for (int64_t kw = 0; kw < geo.kernel_w; ++kw) {
+          const int64_t shift = kw * geo.dilation_w - geo.pad_w;
+          const TapRange outputs = taps.outputs_of_tap[kw];
+          for (int64_t ow = outputs.begin; ow < outputs.end; ++ow) {
+            const int64_t pixel = ih * geo.in_w + ow * geo.stride_w + shift;
+            const T x = pixels[pixel];
+            // Selects, not branches: on random data whether a pixel beats the best
+            // so far is a coin toss the branch predictor loses.
+            const bool take = (best_pixel[ow] < 0) | (x > best[ow]) | std::isnan(x);
+            best[ow] = take ? x : best[ow];
+            best_pixel[ow] = take ? pixel : best_pixel[ow];
+          }
+        }
       }
     }
   });
