@@ -9,7 +9,6 @@
 #include <initializer_list>
 
 #include "dispatcher/library.h"
-#include "dispatcher/local_dispatch_key_set.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/linalg_views.h"
 #include "ops/op_handle.h"
@@ -258,9 +257,8 @@ STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
 }
 
 // ---- batching rules (Note [Batching rules]); matmul and outer batch through their
-// decompositions, which end in these and in view ops. Each rule hides the Batched
-// key while it computes, so its calls on unwrapped values go to the layers below
-// (through DynamicLayerBack) instead of back into a rule at this level.
+// decompositions, which end in these and in view ops. Each rule computes under
+// BelowThisLevel (see batching.h).
 
 using batching::BatchedArg;
 
@@ -306,7 +304,7 @@ Tensor product_batched(const Tensor& a, const Tensor& b) {
   }
   check_product_dtypes(op, {&a, &b});
   const batching::VmapLevel at = batching::current_vmap_level(op);
-  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const batching::BelowThisLevel below;
   const BatchedArg x = batching::unwrap(a, at.level);
   const BatchedArg y = batching::unwrap(b, at.level);
   if (!x.batched() && !y.batched()) return matrix_product(kRank, x.value, y.value);
@@ -319,7 +317,7 @@ Tensor addmm_batched(const Tensor& self, const Tensor& mat1, const Tensor& mat2,
                      const Scalar& alpha) {
   check_addmm_arguments(self, mat1, mat2, beta, alpha);
   const batching::VmapLevel at = batching::current_vmap_level("strata::addmm");
-  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const batching::BelowThisLevel below;
   const BatchedArg s = batching::unwrap(self, at.level);
   const BatchedArg x = batching::unwrap(mat1, at.level);
   const BatchedArg y = batching::unwrap(mat2, at.level);
@@ -343,7 +341,7 @@ Tensor addmm_batched(const Tensor& self, const Tensor& mat1, const Tensor& mat2,
 Tensor dot_batched(const Tensor& a, const Tensor& b) {
   check_dot_operands(a, b);
   const batching::VmapLevel at = batching::current_vmap_level("strata::dot");
-  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const batching::BelowThisLevel below;
   const BatchedArg x = batching::unwrap(a, at.level);
   const BatchedArg y = batching::unwrap(b, at.level);
   if (!x.batched() && !y.batched()) return dot(x.value, y.value);

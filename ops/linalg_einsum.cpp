@@ -18,7 +18,6 @@
 #include <string>
 
 #include "dispatcher/library.h"
-#include "dispatcher/local_dispatch_key_set.h"
 #include "kernels/cpu/linalg.h"
 #include "ops/linalg_views.h"
 #include "ops/op_handle.h"
@@ -309,7 +308,7 @@ template <Tensor (*kOperator)(std::string_view, ArrayRef<Tensor>)>
 Tensor einsum_batched(std::string_view equation, ArrayRef<Tensor> operands) {
   const Equation eq = parse(equation, operands);
   const batching::VmapLevel at = batching::current_vmap_level(kOp);
-  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const batching::BelowThisLevel below;
   const char batch = unused_letter(eq, equation);
   std::vector<Tensor> values;
   std::string batched_equation;

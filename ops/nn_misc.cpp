@@ -3,7 +3,6 @@
 #include "kernels/cpu/nn_misc.h"
 
 #include "dispatcher/library.h"
-#include "dispatcher/local_dispatch_key_set.h"
 #include "kernels/cpu/linear.h"
 #include "ops/linalg.h"
 #include "ops/linalg_views.h"
@@ -232,7 +231,7 @@ Tensor linear_batched(const Tensor& input, const Tensor& weight,
                       const std::optional<Tensor>& bias) {
   check_linear_arguments(input, weight, bias);
   const batching::VmapLevel at = batching::current_vmap_level("strata::linear");
-  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const batching::BelowThisLevel below;
   const BatchedArg x = batching::unwrap(input, at.level);
   const BatchedArg w = batching::unwrap(weight, at.level);
   const std::optional<BatchedArg> b = unwrap_optional(bias, at.level);
@@ -263,7 +262,7 @@ Tensor linear_batched(const Tensor& input, const Tensor& weight,
 Tensor embedding_batched(const Tensor& weight, const Tensor& indices) {
   check_embedding_arguments(weight, indices);
   const batching::VmapLevel at = batching::current_vmap_level("strata::embedding");
-  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const batching::BelowThisLevel below;
   const BatchedArg w = batching::unwrap(weight, at.level);
   const BatchedArg i = batching::unwrap(indices, at.level);
   if (!w.batched()) return batching::make_batched(embedding(w.value, i.value), i.bdim, at.level);
@@ -285,7 +284,7 @@ Tensor layer_norm_batched(const Tensor& input, IntArrayRef normalized_shape,
                           double eps) {
   const int64_t leading = check_layer_norm_arguments(input, normalized_shape, weight, bias);
   const batching::VmapLevel at = batching::current_vmap_level("strata::layer_norm");
-  const ExcludeDispatchKeyGuard below_this_layer(DispatchKey::Batched);
+  const batching::BelowThisLevel below;
   const BatchedArg x = batching::unwrap(input, at.level);
   const std::optional<BatchedArg> w = unwrap_optional(weight, at.level);
   const std::optional<BatchedArg> b = unwrap_optional(bias, at.level);
