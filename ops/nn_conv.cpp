@@ -205,8 +205,7 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 // DP-SGD's hot spot), the samples become groups, sample b's channels after sample
 // b-1's, with groups = B * g. The kernels run one GEMM per image and group, so one
 // call does the work of B convolutions (the weight gradient runs its groups in
-// parallel). The rules are boxed so that a call with nothing batched at this level
-// (the rules' own calls, in nested vmaps) goes on below them.
+// parallel).
 
 using batching::BatchedArg;
 using batching::VmapLevel;
@@ -274,6 +273,7 @@ void conv2d_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
                         : std::optional(batching::unwrap(args[2].to_tensor(), at.level));
   const bool bias_batched = b && b->batched();
   if (!x.batched() && !w.batched() && !bias_batched) return batching::call_below(op, stack);
+  const batching::BelowThisLevel below;
   check_sample_rank(x, name, "input");
   check_sample_rank(w, name, "weight");
   const ConvParams p = conv_params(args, name);
@@ -318,6 +318,7 @@ void conv2d_backward_input_batched(const OperatorHandle& op, DispatchKeySet, Sta
   const BatchedArg g = batching::unwrap(args[0].to_tensor(), at.level);
   const BatchedArg w = batching::unwrap(args[2].to_tensor(), at.level);
   if (!g.batched() && !w.batched()) return batching::call_below(op, stack);
+  const batching::BelowThisLevel below;
   check_sample_rank(g, name, "grad_output");
   check_sample_rank(w, name, "weight");
   const ConvParams p = conv_params(args, name);
@@ -356,6 +357,7 @@ void conv2d_backward_weight_batched(const OperatorHandle& op, DispatchKeySet, St
   const BatchedArg g = batching::unwrap(args[0].to_tensor(), at.level);
   const BatchedArg x = batching::unwrap(args[1].to_tensor(), at.level);
   if (!g.batched() && !x.batched()) return batching::call_below(op, stack);
+  const batching::BelowThisLevel below;
   check_sample_rank(g, name, "grad_output");
   check_sample_rank(x, name, "input");
   const ConvParams p = conv_params(args, name);

@@ -155,9 +155,7 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 // ---- batching rules (Note [Batching rules])
 // A loss reduces over one sample's elements only. The rules compute the unreduced
 // losses of the whole batch with one call and reduce each sample's own; a mean
-// divides by that sample's count (or target weights). They are boxed so that a call
-// with nothing batched at this level (their own calls, in nested vmaps) goes on
-// below them.
+// divides by that sample's count (or target weights).
 
 using batching::BatchedArg;
 
@@ -178,6 +176,7 @@ void nll_loss_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
           : std::optional(batching::unwrap(stack[first + 2].to_tensor(), at.level));
   const bool weight_batched = w && w->batched();
   if (!x.batched() && !t.batched() && !weight_batched) return batching::call_below(op, stack);
+  const batching::BelowThisLevel below;
   const int64_t reduction = stack[first + 3].to_int(), ignore_index = stack[first + 4].to_int();
   check_reduction(reduction, name);
   STRATA_CHECK((input.dim() == 1 || input.dim() == 2) && target.dim() == input.dim() - 1 &&
@@ -229,6 +228,7 @@ void mse_loss_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   const Tensor input = stack[first].to_tensor(), target = stack[first + 1].to_tensor();
   const BatchedArg a = batching::unwrap(input, at.level), b = batching::unwrap(target, at.level);
   if (!a.batched() && !b.batched()) return batching::call_below(op, stack);
+  const batching::BelowThisLevel below;
   const int64_t reduction = stack[first + 2].to_int();
   check_reduction(reduction, name);
   const int64_t rank =

@@ -204,8 +204,7 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 // rule hands the op its tensor arguments as [B, P, H, W] (P: one sample's planes),
 // the rest unchanged, and gives each result one sample's layout back. An unbatched
 // operand is expanded, not copied: the backward ops read their input only for its
-// shape. A call with nothing batched at this level (the rule's own, in nested vmaps)
-// goes on below it.
+// shape.
 
 using batching::BatchedArg;
 
@@ -242,6 +241,7 @@ void pool_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
     any_batched |= batching::unwrap(stack[i].to_tensor(), at.level).batched();
   }
   if (!any_batched) return batching::call_below(op, stack);
+  const batching::BelowThisLevel below;
   const Tensor like = stack[first + kLike].to_tensor();
   for (size_t i = first; i < first + kTensors; ++i) {
     stack[i] =
