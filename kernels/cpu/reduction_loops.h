@@ -93,7 +93,9 @@ inline int64_t group_blocks(int64_t base_tasks, int64_t group_numel, int64_t wid
     return 1;
   }
   const int64_t min_block = ceil_div(kElementwiseGrain, width);
-  return std::clamp(ceil_div(kTargetTasks, base_tasks), int64_t{1}, group_numel / min_block);
+  // A group smaller than one block is still one block.
+  return std::clamp(ceil_div(kTargetTasks, base_tasks), int64_t{1},
+                    std::max<int64_t>(1, group_numel / min_block));
 }
 
 // Scratch accumulators: never a std::vector<bool>, whose elements share bytes and so

@@ -74,3 +74,27 @@ TEST(ReductionNumerics, ResultsDoNotDependOnThreadCount) {
 }
 
 }  // namespace
+
+namespace strata {
+namespace {
+
+// Short reduced dims with many wide rows: each group is smaller than one
+// parallel block (this once divided by zero).
+TEST(ReductionNumerics, ShortGroupsOfWideRows) {
+  Generator gen(3);
+  const Tensor x = randn({32, 16, 128}, gen, kFloat64);
+  const Tensor summed = x.sum({1});
+  const std::vector<double> values = x.to_vector<double>();
+  const std::vector<double> got = summed.to_vector<double>();
+  for (int64_t i = 0; i < 32; ++i) {
+    for (int64_t k = 0; k < 128; ++k) {
+      double expected = 0.0;
+      for (int64_t j = 0; j < 16; ++j)
+        expected += values[static_cast<size_t>((i * 16 + j) * 128 + k)];
+      EXPECT_NEAR(got[static_cast<size_t>(i * 128 + k)], expected, 1e-12);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata
