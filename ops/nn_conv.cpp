@@ -215,12 +215,8 @@ void check_sample_rank(const BatchedArg& arg, const char* op, const char* name) 
                arg.logical_dim(), " (inside vmap)");
 }
 
-// The conv arguments of a boxed call whose arguments start at `args`.
-ConvParams conv_params(const IValue* args, const char* op) {
-  const ConvParams p{args[3].to_int_list(), args[4].to_int_list(), args[5].to_int_list(),
-                     args[6].to_int()};
-  STRATA_CHECK(p.groups > 0, op, "groups must be positive, got ", p.groups);
-  return p;
+void check_groups(int64_t groups, const char* op) {
+  STRATA_CHECK(groups > 0, op, "groups must be positive, got ", groups);
 }
 
 // A batch-first value [B, ..., C, ...] with its batch joined to dim `dim` of a
@@ -256,135 +252,125 @@ DimVector scaled_sizes(IntArrayRef sizes, size_t dim, int64_t batch, const char*
   return result;
 }
 
-void replace_arguments(Stack& stack, size_t first, Tensor result) {
-  stack.resize(first);
-  stack.emplace_back(std::move(result));
-}
-
-void conv2d_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  constexpr const char* name = "strata::conv2d";
-  const VmapLevel at = batching::current_vmap_level(name);
-  const size_t first = stack.size() - 7;
-  const IValue* args = &stack[first];
-  const BatchedArg x = batching::unwrap(args[0].to_tensor(), at.level);
-  const BatchedArg w = batching::unwrap(args[1].to_tensor(), at.level);
-  const std::optional<BatchedArg> b =
-      args[2].is_none() ? std::nullopt
-                        : std::optional(batching::unwrap(args[2].to_tensor(), at.level));
-  const bool bias_batched = b && b->batched();
-  if (!x.batched() && !w.batched() && !bias_batched) return batching::call_below(op, stack);
+Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                      IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                      int64_t groups) {
+  constexpr const char* op = "strata::conv2d";
+  const VmapLevel at = batching::current_vmap_level(op);
   const batching::BelowThisLevel below;
-  check_sample_rank(x, name, "input");
-  check_sample_rank(w, name, "weight");
-  const ConvParams p = conv_params(args, name);
+  const BatchedArg x = batching::unwrap(input, at.level), w = batching::unwrap(weight, at.level);
+  const std::optional<BatchedArg> b =
+      bias ? std::optional(batching::unwrap(*bias, at.level)) : std::nullopt;
+  const bool bias_batched = b && b->batched();
+  if (!x.batched() && !w.batched() && !bias_batched) {
+    return conv2d(x.value, w.value, b ? std::optional(b->value) : std::nullopt, stride, padding,
+                  dilation, groups);
+  }
+  check_sample_rank(x, op, "input");
+  check_sample_rank(w, op, "weight");
+  check_groups(groups, op);
   const int64_t batch = at.batch_size;
-  Tensor out;
-  int64_t out_bdim = 0;
   if (w.batched()) {
     // Samples as groups, or the batch in each group's output channels.
-    const int64_t groups = x.batched() ? 1 : p.groups;
-    const Tensor input =
-        x.batched() ? batch_into_channels(batching::batch_first(x), 1, groups, name) : x.value;
-    std::optional<Tensor> bias;
-    if (b) bias = batch_into_channels(batching::batch_first_expanded(*b, batch), 0, groups, name);
-    out = batch_out_of_channels(
-        conv2d(input, batch_into_channels(batching::batch_first(w), 0, groups, name), bias,
-               p.stride, p.padding, p.dilation, x.batched() ? p.groups * batch : p.groups),
-        1, groups, batch);
-    out_bdim = 1;
-  } else {
-    // A bias per sample is added after one convolution with the shared weight.
-    const std::optional<Tensor> shared_bias =
-        b && !bias_batched ? std::optional(b->value) : std::nullopt;
-    if (x.batched()) {
-      out =
-          conv2d(images_folded(x), w.value, shared_bias, p.stride, p.padding, p.dilation, p.groups)
-              .unflatten(0, {batch, args[0].to_tensor().size(0)});
-    } else {
-      out = conv2d(x.value, w.value, shared_bias, p.stride, p.padding, p.dilation, p.groups);
+    const int64_t folded_groups = x.batched() ? 1 : groups;
+    const Tensor images =
+        x.batched() ? batch_into_channels(batching::batch_first(x), 1, 1, op) : x.value;
+    std::optional<Tensor> folded_bias;
+    if (b) {
+      folded_bias =
+          batch_into_channels(batching::batch_first_expanded(*b, batch), 0, folded_groups, op);
     }
-    if (bias_batched) {
-      out = out + batching::batch_first(*b).view({batch, 1, args[1].to_tensor().size(0), 1, 1});
-    }
+    const Tensor out =
+        conv2d(images, batch_into_channels(batching::batch_first(w), 0, folded_groups, op),
+               folded_bias, stride, padding, dilation, x.batched() ? groups * batch : groups);
+    return batching::make_batched(batch_out_of_channels(out, 1, folded_groups, batch), 1, at.level);
   }
-  replace_arguments(stack, first, batching::make_batched(out, out_bdim, at.level));
+  // A bias per sample is added after one convolution with the shared weight.
+  const std::optional<Tensor> shared_bias =
+      b && !bias_batched ? std::optional(b->value) : std::nullopt;
+  Tensor out =
+      x.batched()
+          ? conv2d(images_folded(x), w.value, shared_bias, stride, padding, dilation, groups)
+                .unflatten(0, {batch, input.size(0)})
+          : conv2d(x.value, w.value, shared_bias, stride, padding, dilation, groups);
+  if (bias_batched) out = out + batching::batch_first(*b).view({batch, 1, weight.size(0), 1, 1});
+  return batching::make_batched(out, 0, at.level);
 }
 
-void conv2d_backward_input_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  constexpr const char* name = "strata::conv2d_backward_input";
-  const VmapLevel at = batching::current_vmap_level(name);
-  const size_t first = stack.size() - 7;
-  const IValue* args = &stack[first];
-  const BatchedArg g = batching::unwrap(args[0].to_tensor(), at.level);
-  const BatchedArg w = batching::unwrap(args[2].to_tensor(), at.level);
-  if (!g.batched() && !w.batched()) return batching::call_below(op, stack);
+Tensor conv2d_backward_input_batched(const Tensor& grad_output, IntArrayRef input_sizes,
+                                     const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
+                                     IntArrayRef dilation, int64_t groups) {
+  constexpr const char* op = "strata::conv2d_backward_input";
+  const VmapLevel at = batching::current_vmap_level(op);
   const batching::BelowThisLevel below;
-  check_sample_rank(g, name, "grad_output");
-  check_sample_rank(w, name, "weight");
-  const ConvParams p = conv_params(args, name);
-  const IntArrayRef input_sizes = args[1].to_int_list();
-  const int64_t batch = at.batch_size;
-  Tensor grad_input;
-  if (!w.batched()) {
-    grad_input = conv2d_backward_input(images_folded(g), scaled_sizes(input_sizes, 0, batch, name),
-                                       w.value, p.stride, p.padding, p.dilation, p.groups)
-                     .unflatten(0, {batch, input_sizes[0]});
-  } else {
-    // Samples as groups, or the batch in each group's input channels.
-    const int64_t groups = g.batched() ? 1 : p.groups;
-    const Tensor grad_output =
-        g.batched() ? batch_into_channels(batching::batch_first(g), 1, 1, name) : g.value;
-    // The weight's input channels are those of one group: the batch goes in front.
-    const Tensor weight = g.batched() ? batch_into_channels(batching::batch_first(w), 0, 1, name)
-                                      : batch_into_channels(batching::batch_first(w), 1, 1, name);
-    grad_input = batch_out_of_channels(
-        conv2d_backward_input(grad_output, scaled_sizes(input_sizes, 1, batch, name), weight,
-                              p.stride, p.padding, p.dilation,
-                              g.batched() ? p.groups * batch : p.groups),
-        1, groups, batch);
+  const BatchedArg g = batching::unwrap(grad_output, at.level);
+  const BatchedArg w = batching::unwrap(weight, at.level);
+  if (!g.batched() && !w.batched()) {
+    return conv2d_backward_input(g.value, input_sizes, w.value, stride, padding, dilation, groups);
   }
-  replace_arguments(stack, first,
-                    batching::make_batched(grad_input, w.batched() ? 1 : 0, at.level));
+  check_sample_rank(g, op, "grad_output");
+  check_sample_rank(w, op, "weight");
+  check_groups(groups, op);
+  const int64_t batch = at.batch_size;
+  if (!w.batched()) {
+    const Tensor grad_input =
+        conv2d_backward_input(images_folded(g), scaled_sizes(input_sizes, 0, batch, op), w.value,
+                              stride, padding, dilation, groups);
+    return batching::make_batched(grad_input.unflatten(0, {batch, input_sizes[0]}), 0, at.level);
+  }
+  // Samples as groups, or the batch in each group's input channels.
+  const Tensor grads =
+      g.batched() ? batch_into_channels(batching::batch_first(g), 1, 1, op) : g.value;
+  // Without batched grads, the batch joins the weight's input channels, those of one
+  // group: in front of them.
+  const Tensor weights = batch_into_channels(batching::batch_first(w), g.batched() ? 0 : 1, 1, op);
+  const Tensor grad_input =
+      conv2d_backward_input(grads, scaled_sizes(input_sizes, 1, batch, op), weights, stride,
+                            padding, dilation, g.batched() ? groups * batch : groups);
+  return batching::make_batched(
+      batch_out_of_channels(grad_input, 1, g.batched() ? 1 : groups, batch), 1, at.level);
 }
 
 // Every sample has its own weight gradient: folding the batch into the images would
 // sum over it.
-void conv2d_backward_weight_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  constexpr const char* name = "strata::conv2d_backward_weight";
-  const VmapLevel at = batching::current_vmap_level(name);
-  const size_t first = stack.size() - 7;
-  const IValue* args = &stack[first];
-  const BatchedArg g = batching::unwrap(args[0].to_tensor(), at.level);
-  const BatchedArg x = batching::unwrap(args[1].to_tensor(), at.level);
-  if (!g.batched() && !x.batched()) return batching::call_below(op, stack);
+Tensor conv2d_backward_weight_batched(const Tensor& grad_output, const Tensor& input,
+                                      IntArrayRef weight_sizes, IntArrayRef stride,
+                                      IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  constexpr const char* op = "strata::conv2d_backward_weight";
+  const VmapLevel at = batching::current_vmap_level(op);
   const batching::BelowThisLevel below;
-  check_sample_rank(g, name, "grad_output");
-  check_sample_rank(x, name, "input");
-  const ConvParams p = conv_params(args, name);
-  const IntArrayRef weight_sizes = args[2].to_int_list();
+  const BatchedArg g = batching::unwrap(grad_output, at.level);
+  const BatchedArg x = batching::unwrap(input, at.level);
+  if (!g.batched() && !x.batched()) {
+    return conv2d_backward_weight(g.value, x.value, weight_sizes, stride, padding, dilation,
+                                  groups);
+  }
+  check_sample_rank(g, op, "grad_output");
+  check_sample_rank(x, op, "input");
+  check_groups(groups, op);
   const int64_t batch = at.batch_size;
   const bool both = g.batched() && x.batched();
   // Samples as groups, or the batch in each group's output (input) channels.
-  const int64_t groups = both ? 1 : p.groups;
-  const Tensor grad_output =
-      g.batched() ? batch_into_channels(batching::batch_first(g), 1, groups, name) : g.value;
-  const Tensor input =
-      x.batched() ? batch_into_channels(batching::batch_first(x), 1, groups, name) : x.value;
-  // The result's output channels hold the batch when grad_output's do, else its
-  // input channels (of one group: the batch in front).
-  const size_t batch_dim = g.batched() ? 0 : 1;
-  const Tensor grad_weight = batch_out_of_channels(
-      conv2d_backward_weight(grad_output, input, scaled_sizes(weight_sizes, batch_dim, batch, name),
-                             p.stride, p.padding, p.dilation, both ? p.groups * batch : p.groups),
-      static_cast<int64_t>(batch_dim), g.batched() ? groups : 1, batch);
-  replace_arguments(stack, first,
-                    batching::make_batched(grad_weight, static_cast<int64_t>(batch_dim), at.level));
+  const int64_t folded_groups = both ? 1 : groups;
+  const Tensor grads =
+      g.batched() ? batch_into_channels(batching::batch_first(g), 1, folded_groups, op) : g.value;
+  const Tensor images =
+      x.batched() ? batch_into_channels(batching::batch_first(x), 1, folded_groups, op) : x.value;
+  // The result's output channels hold the batch when the grads' do, else its input
+  // channels (of one group: the batch in front).
+  const int64_t batch_dim = g.batched() ? 0 : 1;
+  const Tensor grad_weight = conv2d_backward_weight(
+      grads, images, scaled_sizes(weight_sizes, static_cast<size_t>(batch_dim), batch, op), stride,
+      padding, dilation, both ? groups * batch : groups);
+  return batching::make_batched(
+      batch_out_of_channels(grad_weight, batch_dim, g.batched() ? folded_groups : 1, batch),
+      batch_dim, at.level);
 }
 
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("conv2d", KernelFunction::from_boxed(&conv2d_batched));
-  m.impl("conv2d_backward_input", KernelFunction::from_boxed(&conv2d_backward_input_batched));
-  m.impl("conv2d_backward_weight", KernelFunction::from_boxed(&conv2d_backward_weight_batched));
+  m.impl("conv2d", &conv2d_batched);
+  m.impl("conv2d_backward_input", &conv2d_backward_input_batched);
+  m.impl("conv2d_backward_weight", &conv2d_backward_weight_batched);
 }
 
 }  // namespace

@@ -159,35 +159,30 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 
 using batching::BatchedArg;
 
-void replace_arguments(Stack& stack, size_t first, Tensor result) {
-  stack.resize(first);
-  stack.emplace_back(std::move(result));
-}
-
-void nll_loss_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  constexpr const char* name = "strata::nll_loss";
-  const batching::VmapLevel at = batching::current_vmap_level(name);
-  const size_t first = stack.size() - 5;
-  const Tensor input = stack[first].to_tensor(), target = stack[first + 1].to_tensor();
+Tensor nll_loss_batched(const Tensor& input, const Tensor& target,
+                        const std::optional<Tensor>& weight, int64_t reduction,
+                        int64_t ignore_index) {
+  constexpr const char* op = "strata::nll_loss";
+  const batching::VmapLevel at = batching::current_vmap_level(op);
+  const batching::BelowThisLevel below;
   const BatchedArg x = batching::unwrap(input, at.level), t = batching::unwrap(target, at.level);
   const std::optional<BatchedArg> w =
-      stack[first + 2].is_none()
-          ? std::nullopt
-          : std::optional(batching::unwrap(stack[first + 2].to_tensor(), at.level));
+      weight ? std::optional(batching::unwrap(*weight, at.level)) : std::nullopt;
   const bool weight_batched = w && w->batched();
-  if (!x.batched() && !t.batched() && !weight_batched) return batching::call_below(op, stack);
-  const batching::BelowThisLevel below;
-  const int64_t reduction = stack[first + 3].to_int(), ignore_index = stack[first + 4].to_int();
-  check_reduction(reduction, name);
+  const std::optional<Tensor> shared_weight =
+      w && !weight_batched ? std::optional(w->value) : std::nullopt;
+  if (!x.batched() && !t.batched() && !weight_batched) {
+    return nll_loss(x.value, t.value, shared_weight, static_cast<Reduction>(reduction),
+                    ignore_index);
+  }
+  check_reduction(reduction, op);
   STRATA_CHECK((input.dim() == 1 || input.dim() == 2) && target.dim() == input.dim() - 1 &&
                    (input.dim() == 1 || target.size(0) == input.size(0)),
-               name, "expected input [N, C] with target [N], or input [C] with a 0-dim target, ",
+               op, "expected input [N, C] with target [N], or input [C] with a 0-dim target, ",
                "got ", shape_string(input.sizes()), " and ", shape_string(target.sizes()),
                " (inside vmap)");
   const int64_t batch = at.batch_size, classes = input.size(-1);
   const int64_t rows = input.dim() == 2 ? input.size(0) : 1;
-  const std::optional<Tensor> shared_weight =
-      w && !weight_batched ? std::optional(w->value) : std::nullopt;
   const Tensor labels = batching::batch_first_expanded(t, batch).reshape({batch * rows});
   Tensor losses =
       nll_loss(batching::batch_first_expanded(x, batch).reshape({batch * rows, classes}), labels,
@@ -206,52 +201,49 @@ void nll_loss_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
     weights = target_weights();
     losses = losses * *weights;
   }
-  Tensor result;
   if (static_cast<Reduction>(reduction) == Reduction::None) {
     DimVector sizes{batch};
     for (int64_t s : target.sizes()) sizes.push_back(s);
-    result = losses.view(sizes);
-  } else {
-    result = losses.view({batch, rows}).sum({1});
-    if (static_cast<Reduction>(reduction) == Reduction::Mean) {
-      if (!weights) weights = target_weights();
-      result = result / weights->view({batch, rows}).sum({1});
-    }
+    return batching::make_batched(losses.view(sizes), 0, at.level);
   }
-  replace_arguments(stack, first, batching::make_batched(result, 0, at.level));
+  Tensor total = losses.view({batch, rows}).sum({1});
+  if (static_cast<Reduction>(reduction) == Reduction::Mean) {
+    if (!weights) weights = target_weights();
+    total = total / weights->view({batch, rows}).sum({1});
+  }
+  return batching::make_batched(total, 0, at.level);
 }
 
-void mse_loss_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  constexpr const char* name = "strata::mse_loss";
-  const batching::VmapLevel at = batching::current_vmap_level(name);
-  const size_t first = stack.size() - 3;
-  const Tensor input = stack[first].to_tensor(), target = stack[first + 1].to_tensor();
-  const BatchedArg a = batching::unwrap(input, at.level), b = batching::unwrap(target, at.level);
-  if (!a.batched() && !b.batched()) return batching::call_below(op, stack);
+Tensor mse_loss_batched(const Tensor& input, const Tensor& target, int64_t reduction) {
+  constexpr const char* op = "strata::mse_loss";
+  const batching::VmapLevel at = batching::current_vmap_level(op);
   const batching::BelowThisLevel below;
-  const int64_t reduction = stack[first + 2].to_int();
-  check_reduction(reduction, name);
+  const BatchedArg a = batching::unwrap(input, at.level), b = batching::unwrap(target, at.level);
+  if (!a.batched() && !b.batched()) {
+    return mse_loss(a.value, b.value, static_cast<Reduction>(reduction));
+  }
+  check_reduction(reduction, op);
   const int64_t rank =
-      static_cast<int64_t>(broadcast_shapes(input.sizes(), target.sizes(), name).size());
+      static_cast<int64_t>(broadcast_shapes(input.sizes(), target.sizes(), op).size());
   // Batched, a 0-dim sample has a dim and would promote differently.
   const ScalarType dtype = result_type(input, target);
   auto operand = [&](const BatchedArg& arg) {
     const Tensor value = batching::batch_first_padded(arg, rank);
     return value.dtype() == dtype ? value : value.to(dtype);
   };
-  Tensor result = mse_loss(operand(a), operand(b), Reduction::None);
+  Tensor losses = mse_loss(operand(a), operand(b), Reduction::None);
   if (static_cast<Reduction>(reduction) != Reduction::None && rank > 0) {
     DimVector sample_dims;
     for (int64_t d = 1; d <= rank; ++d) sample_dims.push_back(d);
-    result = static_cast<Reduction>(reduction) == Reduction::Mean ? result.mean(sample_dims)
-                                                                  : result.sum(sample_dims);
+    losses = static_cast<Reduction>(reduction) == Reduction::Mean ? losses.mean(sample_dims)
+                                                                  : losses.sum(sample_dims);
   }
-  replace_arguments(stack, first, batching::make_batched(result, 0, at.level));
+  return batching::make_batched(losses, 0, at.level);
 }
 
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("nll_loss", KernelFunction::from_boxed(&nll_loss_batched));
-  m.impl("mse_loss", KernelFunction::from_boxed(&mse_loss_batched));
+  m.impl("nll_loss", &nll_loss_batched);
+  m.impl("mse_loss", &mse_loss_batched);
 }
 
 }  // namespace
