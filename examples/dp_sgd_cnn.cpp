@@ -49,10 +49,7 @@ std::tuple<Params, st::Tensor, st::Tensor> clipped_grad(const Params& p, const s
                                                         const st::Tensor& y) {
   auto [g, loss] = st::grad_and_value(models::cnn_sample_loss)(p, x, y);
   st::Tensor squared = st::zeros({});
-  for (const auto& [name, leaf] : g) {
-    const st::Tensor flat = leaf.flatten();
-    squared = squared + flat.dot(flat);
-  }
+  for (const auto& [name, leaf] : g) squared = squared + leaf.square().sum();
   const st::Tensor norm = squared.sqrt();
   const st::Tensor scale = (kClipNorm / (norm + 1e-6)).clamp(std::nullopt, 1.0);
   for (auto& [name, leaf] : g) leaf = leaf * scale;
