@@ -243,48 +243,44 @@ using batching::VmapLevel;
 
 // Where the reduction of every sample happens in the batch.
 struct BatchedReduction {
-  Tensor value;               // the batch, reshaped when samples are (see below)
+  Tensor value;               // the batch, or a view of it that the dims below fit
   std::vector<int64_t> dims;  // the dims of `value` to reduce
   bool keepdim;
   int64_t out_bdim;
-  // What the result is reshaped to, when the reduction cannot leave it in shape.
+  // The shape to give the result, where the reduction leaves it flattened.
   std::optional<DimVector> out_sizes;
 };
 
-// Plans the reduction of each sample of x over `dims` (nullopt: every dim). An op
-// with `single_dim` reduces at most one dim, so every dim of a sample of rank > 1
-// is one dim of the flattened sample.
-BatchedReduction plan_batched_reduction(const BatchedArg& x,
-                                        const std::optional<std::vector<int64_t>>& dims,
-                                        bool keepdim, bool single_dim, const char* op) {
+// Plans the reduction of each sample of x over `dims` (empty: every dim). An op
+// with `single_dim` reduces one dim, so its "every dim" of a sample of rank > 1 is
+// the one dim of the flattened sample.
+BatchedReduction plan_batched_reduction(const BatchedArg& x, IntArrayRef dims, bool keepdim,
+                                        bool single_dim, const char* op) {
   const int64_t rank = x.logical_dim();
   const int64_t bdim = *x.bdim;
   if (rank == 0) {
     // A 0-dim sample reduces its one value: give it a size-1 dim after the batch.
     std::vector<int64_t> physical;
-    for (int64_t d : dims.value_or(std::vector<int64_t>{})) {
+    for (int64_t d : dims) {
       physical.push_back(batching::batch_first_dim(d, 0, op));
     }
     if (physical.empty()) physical.push_back(1);
     return {x.value.unsqueeze(1), std::move(physical), false, 0, std::nullopt};
   }
-  if (!dims && single_dim && rank > 1) {
+  if (dims.empty() && single_dim && rank > 1) {
     const int64_t batch_size = x.value.sizes()[bdim];
     const int64_t sample_numel = batch_size == 0 ? 0 : x.value.numel() / batch_size;
-    std::optional<DimVector> out_sizes;
+    BatchedReduction r{
+        batching::batch_first(x).reshape({batch_size, sample_numel}), {1}, false, 0, std::nullopt};
     if (keepdim) {
-      out_sizes = DimVector(static_cast<size_t>(rank) + 1, 1);
-      (*out_sizes)[0] = batch_size;
+      r.out_sizes = DimVector(static_cast<size_t>(rank) + 1, 1);
+      (*r.out_sizes)[0] = batch_size;
     }
-    return {batching::batch_first(x).reshape({batch_size, sample_numel}),
-            {1},
-            false,
-            0,
-            std::move(out_sizes)};
+    return r;
   }
   std::vector<int64_t> physical;
-  if (dims) {
-    for (int64_t d : *dims) {
+  if (!dims.empty()) {
+    for (int64_t d : dims) {
       const int64_t in_sample = batching::batch_first_dim(d, rank, op) - 1;
       physical.push_back(in_sample < bdim ? in_sample : in_sample + 1);
     }
@@ -293,11 +289,10 @@ BatchedReduction plan_batched_reduction(const BatchedArg& x,
       if (d != bdim) physical.push_back(d);
     }
   }
-  int64_t out_bdim = bdim;
-  if (!keepdim)
-    out_bdim -=
-        std::count_if(physical.begin(), physical.end(), [&](int64_t d) { return d < bdim; });
-  return {x.value, std::move(physical), keepdim, out_bdim, std::nullopt};
+  const int64_t dropped_before_batch = keepdim ? 0
+                                               : std::count_if(physical.begin(), physical.end(),
+                                                               [&](int64_t d) { return d < bdim; });
+  return {x.value, std::move(physical), keepdim, bdim - dropped_before_batch, std::nullopt};
 }
 
 // Runs reduction `op` on the arguments on the stack, its self (argument 0)
@@ -313,9 +308,10 @@ void reduce_batched(const OperatorHandle& op, Stack& stack, size_t dim_arg, size
   }
   const bool single_dim = !op.schema().arguments()[dim_arg].type.is_list;
   IValue& dim = stack[first + dim_arg];
-  std::optional<std::vector<int64_t>> dims;
-  if (single_dim && !dim.is_none()) dims = std::vector<int64_t>{dim.to_int()};
-  if (!single_dim && !dim.is_none() && !dim.to_int_list().empty()) dims = dim.to_int_list();
+  const int64_t one_dim = single_dim && !dim.is_none() ? dim.to_int() : 0;
+  IntArrayRef dims;
+  if (single_dim && !dim.is_none()) dims = IntArrayRef(one_dim);
+  if (!single_dim && !dim.is_none()) dims = dim.to_int_list();
   BatchedReduction r = plan_batched_reduction(x, dims, stack[first + keepdim_arg].to_bool(),
                                               single_dim, op.operator_name().name.c_str());
   stack[first] = std::move(r.value);
