@@ -47,7 +47,7 @@ inline ::testing::AssertionResult allclose(const Tensor& actual, const Tensor& e
   const std::vector<double> a = actual.to_vector<double>();
   const std::vector<double> e = expected.to_vector<double>();
   for (size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]) && std::isnan(e[i])) continue;
+    if ((std::isnan(a[i]) && std::isnan(e[i])) || a[i] == e[i]) continue;
     if (!(std::abs(a[i] - e[i]) <= atol + rtol * std::abs(e[i]))) {
       return ::testing::AssertionFailure()
              << "element " << i << ": " << a[i] << " != expected " << e[i] << " (shape "
