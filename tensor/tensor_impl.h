@@ -54,6 +54,9 @@ class TensorImpl : public RefCounted {
   // whose values cannot be read as a whole (a batched tensor) keep this default
   // and have no storage, so reading them fails with a clear message.
   virtual const TensorImpl* value_source() const { return this; }
+  // The storage that holds this tensor's memory, seen through every transform
+  // wrapper (a grad wrapper, a batched tensor): tensors that share it alias.
+  virtual const StorageImpl* underlying_storage() const { return storage_.get(); }
 
   // Changes shape metadata in place (views, resize of a fresh output).
   void set_sizes_contiguous(IntArrayRef sizes);

@@ -43,6 +43,9 @@ class TensorWrapper final : public TensorImpl {
 
   const char* impl_name() const override { return "TensorWrapper"; }
   const TensorImpl* value_source() const override { return value_.impl()->value_source(); }
+  const StorageImpl* underlying_storage() const override {
+    return value_.impl()->underlying_storage();
+  }
 
  private:
   Tensor value_;

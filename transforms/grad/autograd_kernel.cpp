@@ -116,10 +116,8 @@ void check_inplace_target(const OperatorHandle& op, const Tensor& self, size_t a
 // an in-place op's target, and anything sharing its memory, is saved as a copy.
 Stack save_arguments(const Stack& stack, size_t first, size_t nargs, uint32_t saved_inputs,
                      int64_t level, std::optional<size_t> written) {
-  Storage overwritten;
-  if (written) {
-    overwritten = stack[first + *written].to_tensor().impl()->value_source()->storage();
-  }
+  const StorageImpl* overwritten = nullptr;
+  if (written) overwritten = stack[first + *written].to_tensor().impl()->underlying_storage();
   Stack saved;
   saved.reserve(nargs);
   for (size_t i = 0; i < nargs; ++i) {
@@ -127,8 +125,8 @@ Stack save_arguments(const Stack& stack, size_t first, size_t nargs, uint32_t sa
     const bool keep = saved_inputs >> i & 1u;
     if (a.is_tensor() && keep) {
       Tensor value = unwrap_at_level(a.to_tensor(), level);
-      const bool aliases_target =
-          overwritten && value.defined() && value.impl()->value_source()->storage() == overwritten;
+      const bool aliases_target = overwritten != nullptr && value.defined() &&
+                                  value.impl()->underlying_storage() == overwritten;
       // The clone runs through this level's back fallback, which wraps it here;
       // the node keeps what is below.
       saved.emplace_back(aliases_target ? unwrap_at_level(value.clone(), level) : value);

@@ -24,6 +24,9 @@ class BatchedTensorImpl final : public TensorImpl {
   void refresh_metadata();
 
   const char* impl_name() const override { return "BatchedTensorImpl"; }
+  const StorageImpl* underlying_storage() const override {
+    return value_.impl()->underlying_storage();
+  }
 
  private:
   Tensor value_;
