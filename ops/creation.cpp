@@ -230,8 +230,9 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   }
 }
 
-// A tensor made like a batched one is batched like it: each sample gets a tensor
-// of its own shape, as a pointwise op's output has its input's shape.
+// A tensor made like a batched one is batched like it, as a unary pointwise op's
+// output. The boxed rule puts the batch first, so that each sample is contiguous,
+// as a new tensor is (a view of it, as of a clone, must work).
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
   for (const char* name : {"empty_like", "zeros_like", "ones_like", "full_like"}) {
     m.impl(name, batching::pointwise_batch_rule());

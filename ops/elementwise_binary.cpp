@@ -273,10 +273,35 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   }
 }
 
-// ---- batching rules (Note [Batching rules]): every op here is pointwise.
+// ---- batching rules (Note [Batching rules]): every op here is pointwise. The
+// out-of-place ops of two tensors take the unboxed rule, which calls the op on the
+// aligned batches without boxing; the in-place ops (which write into their batched
+// self) and where (three tensors) take the boxed one.
+
+template <auto kOp>
+constexpr auto kRule = &batching::BinaryPointwiseRule<kOp>::call;
+template <auto kMethod>
+constexpr auto kMethodRule = kRule<&elementwise::AsFunction<kMethod>::call>;
 
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  for (const char* name : {"add.Tensor", "add_.Tensor", "sub.Tensor", "sub_.Tensor", "mul.Tensor", "mul_.Tensor", "div.Tensor", "div_.Tensor", "pow.Tensor_Tensor", "maximum", "minimum", "eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor", "logical_and", "logical_or", "where.self"}) {
+  m.impl("add.Tensor", kRule<&strata::add>);
+  m.impl("sub.Tensor", kRule<&strata::sub>);
+  m.impl("mul.Tensor", kRule<&strata::mul>);
+  m.impl("div.Tensor", kRule<&strata::div>);
+  m.impl("pow.Tensor_Tensor",
+         kRule<static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&strata::pow)>);
+  m.impl("maximum", kRule<&strata::maximum>);
+  m.impl("minimum", kRule<&strata::minimum>);
+  m.impl("eq.Tensor", kMethodRule<&Tensor::eq>);
+  m.impl("ne.Tensor", kMethodRule<&Tensor::ne>);
+  m.impl("lt.Tensor", kMethodRule<&Tensor::lt>);
+  m.impl("le.Tensor", kMethodRule<&Tensor::le>);
+  m.impl("gt.Tensor", kMethodRule<&Tensor::gt>);
+  m.impl("ge.Tensor", kMethodRule<&Tensor::ge>);
+  m.impl("logical_and", kMethodRule<&Tensor::logical_and>);
+  m.impl("logical_or", kMethodRule<&Tensor::logical_or>);
+  for (const char* name :
+       {"add_.Tensor", "sub_.Tensor", "mul_.Tensor", "div_.Tensor", "where.self"}) {
     m.impl(name, batching::pointwise_batch_rule());
   }
 }

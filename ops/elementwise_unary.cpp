@@ -318,12 +318,48 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("clamp_", of_input<&clamp_backward>());
 }
 
-// ---- batching rules (Note [Batching rules]): every op here is pointwise.
+// ---- batching rules (Note [Batching rules]): every op here is pointwise. The
+// out-of-place ops take the unboxed rule, which calls the op on the batch without
+// boxing; the in-place ones write into their batched self through the boxed one.
+
+Tensor gelu_op(const Tensor& self, std::string_view approximate) {
+  return STRATA_OP("strata::gelu", "", GeluSig).call(self, approximate);
+}
+
+Tensor clamp_op(const Tensor& self, const std::optional<Scalar>& min,
+                const std::optional<Scalar>& max) {
+  return STRATA_OP("strata::clamp", "", ClampSig).call(self, min, max);
+}
+
+template <auto kOp>
+constexpr auto kRule = &batching::UnaryPointwiseRule<kOp>::call;
+template <auto kMethod>
+constexpr auto kMethodRule = kRule<&elementwise::AsFunction<kMethod>::call>;
 
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  for (const char* name : {"neg", "abs", "sign", "square", "relu", "relu_", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid", "gelu", "softplus", "pow.Tensor_Scalar", "logical_not", "clamp", "clamp_"}) {
-    m.impl(name, batching::pointwise_batch_rule());
-  }
+  m.impl("neg", kMethodRule<&Tensor::neg>);
+  m.impl("abs", kMethodRule<&Tensor::abs>);
+  m.impl("sign", kMethodRule<&Tensor::sign>);
+  m.impl("square", kMethodRule<&Tensor::square>);
+  m.impl("relu", kMethodRule<&Tensor::relu>);
+  m.impl("exp", kMethodRule<&Tensor::exp>);
+  m.impl("expm1", kMethodRule<&Tensor::expm1>);
+  m.impl("log", kMethodRule<&Tensor::log>);
+  m.impl("log1p", kMethodRule<&Tensor::log1p>);
+  m.impl("sqrt", kMethodRule<&Tensor::sqrt>);
+  m.impl("rsqrt", kMethodRule<&Tensor::rsqrt>);
+  m.impl("reciprocal", kMethodRule<&Tensor::reciprocal>);
+  m.impl("sin", kMethodRule<&Tensor::sin>);
+  m.impl("cos", kMethodRule<&Tensor::cos>);
+  m.impl("tanh", kMethodRule<&Tensor::tanh>);
+  m.impl("sigmoid", kMethodRule<&Tensor::sigmoid>);
+  m.impl("logical_not", kMethodRule<&Tensor::logical_not>);
+  m.impl("softplus", kMethodRule<&Tensor::softplus>);
+  m.impl("gelu", kRule<&gelu_op>);
+  m.impl("clamp", kRule<&clamp_op>);
+  m.impl("pow.Tensor_Scalar",
+         kRule<static_cast<Tensor (*)(const Tensor&, const Scalar&)>(&strata::pow)>);
+  for (const char* name : {"relu_", "clamp_"}) m.impl(name, batching::pointwise_batch_rule());
 }
 
 }  // namespace
@@ -346,7 +382,7 @@ Tensor Tensor::sin() const { return STRATA_OP("strata::sin", "", UnarySig).call(
 Tensor Tensor::cos() const { return STRATA_OP("strata::cos", "", UnarySig).call(*this); }
 Tensor Tensor::tanh() const { return STRATA_OP("strata::tanh", "", UnarySig).call(*this); }
 Tensor Tensor::sigmoid() const { return STRATA_OP("strata::sigmoid", "", UnarySig).call(*this); }
-Tensor Tensor::gelu() const { return STRATA_OP("strata::gelu", "", GeluSig).call(*this, "none"); }
+Tensor Tensor::gelu() const { return gelu_op(*this, "none"); }
 Tensor Tensor::softplus(const Scalar& beta, const Scalar& threshold) const {
   return STRATA_OP("strata::softplus", "", SoftplusSig).call(*this, beta, threshold);
 }
@@ -368,7 +404,7 @@ Tensor pow(const Tensor& base, const Scalar& exponent) {
   return STRATA_OP("strata::pow", "Tensor_Scalar", PowScalarSig).call(base, exponent);
 }
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max) {
-  return STRATA_OP("strata::clamp", "", ClampSig).call(t, min, max);
+  return clamp_op(t, min, max);
 }
 
 Tensor operator-(const Tensor& t) { return t.neg(); }

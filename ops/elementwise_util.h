@@ -48,4 +48,14 @@ void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op);
 // Arithmetic without a Bool meaning (neg, sub, pow, ...) rejects Bool inputs.
 void check_not_bool(ScalarType dtype, const char* op);
 
+// A Tensor method as a function of the tensor and the method's arguments, for
+// what takes a function with the op's signature (the unboxed batching rules):
+//   batching::UnaryPointwiseRule<&elementwise::AsFunction<&Tensor::sin>::call>
+template <auto kMethod>
+struct AsFunction;
+template <class... Args, Tensor (Tensor::*kMethod)(Args...) const>
+struct AsFunction<kMethod> {
+  static Tensor call(const Tensor& self, Args... args) { return (self.*kMethod)(args...); }
+};
+
 }  // namespace strata::elementwise

@@ -121,7 +121,9 @@ void copy_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
 }
 
 // fill_ writes every element of its batched self, and clone copies each sample
-// into a tensor of its shape: both are pointwise.
+// into a tensor of its shape: both are pointwise. The boxed rule puts clone's batch
+// first, so that each sample is contiguous, as clone's result is (contiguous() and
+// reshape() count on it).
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
   m.impl("fill_.Scalar", batching::pointwise_batch_rule());
   m.impl("clone", batching::pointwise_batch_rule());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <type_traits>
 
 #include "dispatcher/library.h"
 #include "ops/op_handle.h"
@@ -243,8 +244,8 @@ using batching::VmapLevel;
 
 // Where the reduction of every sample happens in the batch.
 struct BatchedReduction {
-  Tensor value;               // the batch, or a view of it that the dims below fit
-  std::vector<int64_t> dims;  // the dims of `value` to reduce
+  Tensor value;    // the batch, or a view of it that the dims below fit
+  DimVector dims;  // the dims of `value` to reduce
   bool keepdim;
   int64_t out_bdim;
   // The shape to give the result, where the reduction leaves it flattened.
@@ -260,10 +261,8 @@ BatchedReduction plan_batched_reduction(const BatchedArg& x, IntArrayRef dims, b
   const int64_t bdim = *x.bdim;
   if (rank == 0) {
     // A 0-dim sample reduces its one value: give it a size-1 dim after the batch.
-    std::vector<int64_t> physical;
-    for (int64_t d : dims) {
-      physical.push_back(batching::batch_first_dim(d, 0, op));
-    }
+    DimVector physical;
+    for (int64_t d : dims) physical.push_back(batching::batch_first_dim(d, 0, op));
     if (physical.empty()) physical.push_back(1);
     return {x.value.unsqueeze(1), std::move(physical), false, 0, std::nullopt};
   }
@@ -278,7 +277,7 @@ BatchedReduction plan_batched_reduction(const BatchedArg& x, IntArrayRef dims, b
     }
     return r;
   }
-  std::vector<int64_t> physical;
+  DimVector physical;
   if (!dims.empty()) {
     for (int64_t d : dims) {
       const int64_t in_sample = batching::batch_first_dim(d, rank, op) - 1;
@@ -295,74 +294,109 @@ BatchedReduction plan_batched_reduction(const BatchedArg& x, IntArrayRef dims, b
   return {x.value, std::move(physical), keepdim, bdim - dropped_before_batch, std::nullopt};
 }
 
-// Runs reduction `op` on the arguments on the stack, its self (argument 0)
-// batched at `at`; its dims (int[], int or int?; empty or None for every dim) and
-// keepdim are arguments `dim_arg` and `keepdim_arg`.
-void reduce_batched(const OperatorHandle& op, Stack& stack, size_t dim_arg, size_t keepdim_arg,
-                    const VmapLevel& at) {
-  const size_t first = stack.size() - op.schema().arguments().size();
-  const BatchedArg x = batching::unwrap(stack[first].to_tensor(), at.level);
-  if (!x.batched()) {
-    batching::call_below(op, stack);
-    return;
-  }
-  const bool single_dim = !op.schema().arguments()[dim_arg].type.is_list;
-  IValue& dim = stack[first + dim_arg];
-  const int64_t one_dim = single_dim && !dim.is_none() ? dim.to_int() : 0;
-  IntArrayRef dims;
-  if (single_dim && !dim.is_none()) dims = IntArrayRef(one_dim);
-  if (!single_dim && !dim.is_none()) dims = dim.to_int_list();
-  BatchedReduction r = plan_batched_reduction(x, dims, stack[first + keepdim_arg].to_bool(),
-                                              single_dim, op.operator_name().name.c_str());
-  stack[first] = std::move(r.value);
-  dim = single_dim ? IValue(r.dims.front()) : IValue(std::move(r.dims));
-  stack[first + keepdim_arg] = r.keepdim;
-  batching::call_below(op, stack);
-  for (size_t i = first; i < stack.size(); ++i) {
-    Tensor result = std::move(stack[i].to_tensor());
-    if (r.out_sizes) result = result.reshape(*r.out_sizes);
-    stack[i] = batching::make_batched(std::move(result), r.out_bdim, at.level);
+Tensor batched_result(Tensor result, const BatchedReduction& r, int64_t level) {
+  if (r.out_sizes) result = result.reshape(*r.out_sizes);
+  return batching::make_batched(std::move(result), r.out_bdim, level);
+}
+
+// A reduction's dim argument (int[], int, int?) as a list (empty: every dim), and
+// a planned list as that argument (a single-dim op plans one dim).
+IntArrayRef dims_of(IntArrayRef dims) { return dims; }
+IntArrayRef dims_of(const int64_t& dim) { return IntArrayRef(dim); }
+IntArrayRef dims_of(const std::optional<int64_t>& dim) {
+  return dim ? IntArrayRef(*dim) : IntArrayRef();
+}
+template <class DimArg>
+DimArg as_dim_arg(IntArrayRef dims) {
+  if constexpr (std::is_same_v<DimArg, IntArrayRef>) {
+    return dims;
+  } else {
+    return dims[0];
   }
 }
 
-template <size_t kDimArg, size_t kKeepdimArg>
-void reduce_dims_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  reduce_batched(op, stack, kDimArg, kKeepdimArg,
-                 batching::current_vmap_level(op.operator_name().name.c_str()));
-}
+// The batching rule of reduction method kMethod of op kName, whose arguments
+// kDim and kKeepdim are its dims and keepdim: the same method on the batch.
+template <auto kMethod, const char* kName, size_t kDim, size_t kKeepdim>
+struct ReductionRule;
+template <class Ret, class... Args, Ret (Tensor::*kMethod)(Args...) const, const char* kName,
+          size_t kDim, size_t kKeepdim>
+struct ReductionRule<kMethod, kName, kDim, kKeepdim> {
+  using DimArg = std::tuple_element_t<kDim, std::tuple<Args...>>;
 
-// prod(), max() and min() over every dim are kDimOp.kDimOverload (prod.dim_int,
-// amax, amin) over every dim of a sample.
-template <const char* kDimOp, const char* kDimOverload>
-void reduce_all_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  const VmapLevel at = batching::current_vmap_level(op.operator_name().name.c_str());
-  if (!batching::batched_at_level(stack.back().to_tensor(), at.level)) {
-    batching::call_below(op, stack);
-    return;
+  static Ret call(const Tensor& self, Args... args) {
+    const VmapLevel at = batching::current_vmap_level(kName);
+    const BatchedArg x = batching::unwrap(self, at.level);
+    const batching::BelowThisLevel below;
+    if (!x.batched()) return (self.*kMethod)(args...);
+    std::tuple<Args...> arguments{args...};
+    const BatchedReduction r =
+        plan_batched_reduction(x, dims_of(std::get<kDim>(arguments)), std::get<kKeepdim>(arguments),
+                               !std::is_same_v<DimArg, IntArrayRef>, kName);
+    std::get<kDim>(arguments) = as_dim_arg<DimArg>(r.dims);
+    std::get<kKeepdim>(arguments) = r.keepdim;
+    Ret result = std::apply([&](auto... a) { return (r.value.*kMethod)(a...); }, arguments);
+    if constexpr (std::is_same_v<Ret, Tensor>) {
+      return batched_result(std::move(result), r, at.level);
+    } else {
+      return {batched_result(std::get<0>(result), r, at.level),
+              batched_result(std::get<1>(result), r, at.level)};
+    }
   }
-  static const OperatorHandle over_dims =
-      Dispatcher::singleton().findSchemaOrThrow(kDimOp, kDimOverload);
-  stack.emplace_back();  // dim: every dim
-  stack.emplace_back(false);
-  reduce_batched(over_dims, stack, 1, 2, at);
-}
+};
 
+// prod(), max() and min() (kAll): kOverDims (prod over a dim, amax, amin) over
+// every dim of a sample.
+template <auto kAll, auto kOverDims, const char* kName>
+struct EveryDimRule;
+template <Tensor (Tensor::*kAll)() const, class DimArg,
+          Tensor (Tensor::*kOverDims)(DimArg, bool) const, const char* kName>
+struct EveryDimRule<kAll, kOverDims, kName> {
+  static Tensor call(const Tensor& self) {
+    const VmapLevel at = batching::current_vmap_level(kName);
+    const BatchedArg x = batching::unwrap(self, at.level);
+    const batching::BelowThisLevel below;
+    if (!x.batched()) return (self.*kAll)();
+    const BatchedReduction r =
+        plan_batched_reduction(x, {}, false, !std::is_same_v<DimArg, IntArrayRef>, kName);
+    return batched_result((r.value.*kOverDims)(as_dim_arg<DimArg>(r.dims), r.keepdim), r, at.level);
+  }
+};
+
+constexpr char kSum[] = "strata::sum";
+constexpr char kMean[] = "strata::mean";
 constexpr char kProd[] = "strata::prod";
-constexpr char kDimInt[] = "dim_int";
-constexpr char kNoOverload[] = "";
+constexpr char kLogsumexp[] = "strata::logsumexp";
+constexpr char kVar[] = "strata::var";
+constexpr char kStd[] = "strata::std";
+constexpr char kNorm[] = "strata::norm";
+
+using AllMethod = Tensor (Tensor::*)() const;
+using DimListMethod = Tensor (Tensor::*)(IntArrayRef, bool) const;
+using DimMethod = Tensor (Tensor::*)(int64_t, bool) const;
+using ExtremumDimMethod = std::tuple<Tensor, Tensor> (Tensor::*)(int64_t, bool) const;
+
+template <auto kMethod, const char* kName, size_t kDim = 0, size_t kKeepdim = 1>
+constexpr auto kRule = &ReductionRule<kMethod, kName, kDim, kKeepdim>::call;
 
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  for (const char* name : {"sum.dim_IntList", "mean.dim", "prod.dim_int", "amax", "amin", "max.dim",
-                           "min.dim", "argmax", "argmin", "logsumexp"}) {
-    m.impl(name, KernelFunction::from_boxed(&reduce_dims_batched<1, 2>));
-  }
-  for (const char* name : {"var.correction", "std.correction"}) {
-    m.impl(name, KernelFunction::from_boxed(&reduce_dims_batched<1, 3>));
-  }
-  m.impl("norm", KernelFunction::from_boxed(&reduce_dims_batched<2, 3>));
-  m.impl("prod", KernelFunction::from_boxed(&reduce_all_batched<kProd, kDimInt>));
-  m.impl("max", KernelFunction::from_boxed(&reduce_all_batched<kAmax, kNoOverload>));
-  m.impl("min", KernelFunction::from_boxed(&reduce_all_batched<kAmin, kNoOverload>));
+  m.impl("sum.dim_IntList", kRule<static_cast<DimListMethod>(&Tensor::sum), kSum>);
+  m.impl("mean.dim", kRule<static_cast<DimListMethod>(&Tensor::mean), kMean>);
+  m.impl("prod.dim_int", kRule<static_cast<DimMethod>(&Tensor::prod), kProd>);
+  m.impl("amax", kRule<&Tensor::amax, kAmax>);
+  m.impl("amin", kRule<&Tensor::amin, kAmin>);
+  m.impl("max.dim", kRule<static_cast<ExtremumDimMethod>(&Tensor::max), kMax>);
+  m.impl("min.dim", kRule<static_cast<ExtremumDimMethod>(&Tensor::min), kMin>);
+  m.impl("argmax", kRule<&Tensor::argmax, kArgmax>);
+  m.impl("argmin", kRule<&Tensor::argmin, kArgmin>);
+  m.impl("logsumexp", kRule<&Tensor::logsumexp, kLogsumexp>);
+  m.impl("var.correction", kRule<&Tensor::var, kVar, 0, 2>);
+  m.impl("std.correction", kRule<&Tensor::std, kStd, 0, 2>);
+  m.impl("norm", kRule<&Tensor::norm, kNorm, 1, 2>);
+  m.impl("prod", &EveryDimRule<static_cast<AllMethod>(&Tensor::prod),
+                               static_cast<DimMethod>(&Tensor::prod), kProd>::call);
+  m.impl("max", &EveryDimRule<static_cast<AllMethod>(&Tensor::max), &Tensor::amax, kMax>::call);
+  m.impl("min", &EveryDimRule<static_cast<AllMethod>(&Tensor::min), &Tensor::amin, kMin>::call);
 }
 
 using UnarySig = Tensor(const Tensor&);

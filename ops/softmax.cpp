@@ -2,6 +2,8 @@
 // kernels/cpu/softmax.cpp).
 #include "kernels/cpu/softmax.h"
 
+#include <array>
+
 #include "dispatcher/library.h"
 #include "ops/nn_common.h"
 #include "ops/op_handle.h"
@@ -120,49 +122,69 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
          derivative({.backward = &log_softmax_backward_grad, .saved_inputs = args(0, 1)}));
 }
 
-// ---- batching rule (Note [Batching rules]) ---------------------------------------
+// ---- batching rules (Note [Batching rules]) --------------------------------------
 // Every op here maps tensors of one shape to a tensor of that shape, lane by lane
-// along `dim` (its last argument): for a batch, along the same dim of the samples,
-// wherever the batch dim is. The kernels want contiguous inputs, so the batch dim
-// stays where the inputs have it (moved first only when they disagree).
-void softmax_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  const char* name = op.operator_name().name.c_str();
-  const batching::VmapLevel at = batching::current_vmap_level(name);
-  const size_t first = stack.size() - op.schema().arguments().size();
-  const size_t dim_arg = stack.size() - 1;
+// along `dim`: for a batch, along the same dim of the samples, wherever the batch
+// dim is. The kernels want contiguous inputs, so the batch dim stays where the
+// inputs have it (moved first only when they disagree).
+
+// Calls op(values, dim) with the batches of `tensors` (op kName) for values.
+template <const char* kName, size_t N, class Op>
+Tensor along_lanes(const std::array<const Tensor*, N>& tensors, int64_t dim, const Op& op) {
+  const batching::VmapLevel at = batching::current_vmap_level(kName);
+  std::array<batching::BatchedArg, N> args;
   std::optional<int64_t> shared_bdim;
   bool aligned = true;
   int64_t rank = 0;
-  for (size_t i = first; i < dim_arg; ++i) {
-    const batching::BatchedArg arg = batching::unwrap(stack[i].to_tensor(), at.level);
-    aligned &= arg.batched() && (!shared_bdim || shared_bdim == arg.bdim);
-    if (arg.batched()) {
-      shared_bdim = arg.bdim;
-      rank = arg.logical_dim();
+  for (size_t i = 0; i < N; ++i) {
+    args[i] = batching::unwrap(*tensors[i], at.level);
+    aligned &= args[i].batched() && (!shared_bdim || shared_bdim == args[i].bdim);
+    if (args[i].batched()) {
+      shared_bdim = args[i].bdim;
+      rank = args[i].logical_dim();
     }
   }
+  const batching::BelowThisLevel below;
+  std::array<Tensor, N> values;
   if (!shared_bdim) {
-    batching::call_below(op, stack);
-    return;
+    for (size_t i = 0; i < N; ++i) values[i] = *tensors[i];
+    return op(values, dim);
   }
   const int64_t bdim = aligned ? *shared_bdim : 0;
-  for (size_t i = first; i < dim_arg; ++i) {
-    const batching::BatchedArg arg = batching::unwrap(stack[i].to_tensor(), at.level);
-    Tensor value = aligned ? arg.value : batching::batch_first_expanded(arg, at.batch_size);
+  for (size_t i = 0; i < N; ++i) {
+    values[i] = aligned ? args[i].value : batching::batch_first_expanded(args[i], at.batch_size);
     // A 0-dim sample is one lane of one element: a size-1 dim after the batch.
-    stack[i] = rank == 0 ? value.unsqueeze(1) : value;
+    if (rank == 0) values[i] = values[i].unsqueeze(1);
   }
-  const int64_t in_sample = batching::batch_first_dim(stack[dim_arg].to_int(), rank, name) - 1;
-  stack[dim_arg] = rank == 0 ? int64_t{1} : in_sample < bdim ? in_sample : in_sample + 1;
-  batching::call_below(op, stack);
-  Tensor out = std::move(stack.back().to_tensor());
-  stack.back() = batching::make_batched(rank == 0 ? out.squeeze(1) : out, bdim, at.level);
+  const int64_t in_sample = batching::batch_first_dim(dim, rank, kName) - 1;
+  const int64_t lane_dim = rank == 0 ? 1 : in_sample < bdim ? in_sample : in_sample + 1;
+  Tensor out = op(values, lane_dim);
+  return batching::make_batched(rank == 0 ? out.squeeze(1) : out, bdim, at.level);
 }
 
+template <Tensor (*kOp)(const Tensor&, int64_t), const char* kName>
+Tensor lanes_rule(const Tensor& self, int64_t dim) {
+  return along_lanes<kName, 1>(
+      {&self}, dim, [](const std::array<Tensor, 1>& v, int64_t d) { return kOp(v[0], d); });
+}
+
+template <Tensor (*kOp)(const Tensor&, const Tensor&, int64_t), const char* kName>
+Tensor lanes_rule(const Tensor& grad_output, const Tensor& output, int64_t dim) {
+  return along_lanes<kName, 2>(
+      {&grad_output, &output}, dim,
+      [](const std::array<Tensor, 2>& v, int64_t d) { return kOp(v[0], v[1], d); });
+}
+
+constexpr char kSoftmax[] = "strata::softmax";
+constexpr char kLogSoftmax[] = "strata::log_softmax";
+constexpr char kSoftmaxBackward[] = "strata::softmax_backward";
+constexpr char kLogSoftmaxBackward[] = "strata::log_softmax_backward";
+
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  for (const char* name : {"softmax", "log_softmax", "softmax_backward", "log_softmax_backward"}) {
-    m.impl(name, KernelFunction::from_boxed(&softmax_batched));
-  }
+  m.impl("softmax", &lanes_rule<&nn::softmax, kSoftmax>);
+  m.impl("log_softmax", &lanes_rule<&nn::log_softmax, kLogSoftmax>);
+  m.impl("softmax_backward", &lanes_rule<&nn::softmax_backward, kSoftmaxBackward>);
+  m.impl("log_softmax_backward", &lanes_rule<&nn::log_softmax_backward, kLogSoftmaxBackward>);
 }
 
 }  // namespace
