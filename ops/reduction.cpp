@@ -237,7 +237,8 @@ STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
 // ---- batching rules (Note [Batching rules]) -------------------------------------
 // Reducing every sample over some of its dims is reducing the batch over the same
 // dims, which leaves the batch dim in place (shifted by the dims before it that
-// keepdim=false drops): no copy, whatever the batch dim.
+// keepdim=false drops): no copy, whatever the batch dim. Only an op that reduces
+// one dim, asked for every dim of a sample, reduces the flattened samples.
 
 using batching::BatchedArg;
 using batching::VmapLevel;
