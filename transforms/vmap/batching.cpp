@@ -60,11 +60,11 @@ namespace {
 
 // The dtype of a 0-dim sample is below that of samples with dims (result_type),
 // but batched it has a dim; cast it first so the batch computes in the dtype one
-// sample would.
-void cast_batched_scalars(Stack& stack, size_t first, const ScalarType logical_dtype,
-                          int64_t level) {
+// sample would. An in-place op's target is never cast: the op must write into it.
+void cast_batched_scalars(Stack& stack, size_t first, std::optional<size_t> written,
+                          const ScalarType logical_dtype, int64_t level) {
   for (size_t i = first; i < stack.size(); ++i) {
-    if (!stack[i].is_tensor()) continue;
+    if (!stack[i].is_tensor() || (written && i == first + *written)) continue;
     Tensor& t = stack[i].to_tensor();
     BatchedTensorImpl* b = batched_at_level(t, level);
     if (b != nullptr && t.dim() == 0 && t.dtype() != kBool && t.dtype() != logical_dtype) {
@@ -87,8 +87,9 @@ void pointwise_rule(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
     if (!operands.empty() && operands[0].dtype() != t.dtype()) mixed_dtypes = true;
     operands.push_back(t);
   }
+  const std::optional<size_t> written = op.entry().returned_argument_index();
   if (mixed_dtypes) {
-    cast_batched_scalars(stack, first, result_type(ArrayRef<Tensor>(operands)), at.level);
+    cast_batched_scalars(stack, first, written, result_type(ArrayRef<Tensor>(operands)), at.level);
   }
 
   int64_t rank = 0;
@@ -100,7 +101,6 @@ void pointwise_rule(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
     rank = std::max(rank, arg.logical_dim());
     any_batched |= arg.batched();
   }
-  const std::optional<size_t> written = op.entry().returned_argument_index();
   Tensor self;
   if (written) {
     self = stack[first + *written].to_tensor();
