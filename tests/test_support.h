@@ -11,6 +11,7 @@
 
 #include "tensor/error.h"
 #include "tensor/tensor.h"
+#include "transforms/layer_stack.h"
 
 namespace strata::testing {
 
@@ -36,6 +37,21 @@ inline void expect_contains(const std::string& message, std::initializer_list<co
         << "message \"" << message << "\" should contain \"" << part << "\"";
   }
 }
+
+// A fixture for tests of bad input to transforms: after each test the layer
+// stack is empty and the thread-local key sets are as they were.
+class TransformStateRestored : public ::testing::Test {
+ protected:
+  void SetUp() override { before_ = local_dispatch_key_set(); }
+  void TearDown() override {
+    EXPECT_TRUE(layer_stack_empty());
+    EXPECT_EQ(local_dispatch_key_set().included, before_.included);
+    EXPECT_EQ(local_dispatch_key_set().excluded, before_.excluded);
+  }
+
+ private:
+  LocalDispatchKeySet before_;
+};
 
 // Same shape, and every value within atol + rtol * |expected| (NaNs match NaNs).
 inline ::testing::AssertionResult allclose(const Tensor& actual, const Tensor& expected,

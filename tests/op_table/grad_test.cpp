@@ -66,25 +66,6 @@ std::optional<std::string> run_check(const OpInfo& info, Check check) {
   return std::nullopt;
 }
 
-class GradTest : public ::testing::Test {
- public:
-  GradTest(const OpInfo& info, Check check) : info_(info), check_(check) {}
-  void TestBody() override {
-    std::optional<std::string> failure = run_check(info_, check_);
-    if (const ExpectedFailure* xfail = info_.expected_failure(check_, kFloat64)) {
-      EXPECT_TRUE(failure.has_value())
-          << info_.name << " passes " << to_string(check_) << " now; remove its expected failure ("
-          << xfail->reason << ")";
-      return;
-    }
-    EXPECT_FALSE(failure.has_value()) << info_.name << ": " << failure.value_or("");
-  }
-
- private:
-  const OpInfo& info_;
-  Check check_;
-};
-
 }  // namespace
 
 void register_grad_tests() {
@@ -93,10 +74,7 @@ void register_grad_tests() {
     std::vector<Check> checks = {Check::Grad};
     if (info.twice_differentiable) checks.push_back(Check::GradGrad);
     for (Check check : checks) {
-      const char* suite = check == Check::Grad ? "OpGrad" : "OpGradGrad";
-      ::testing::RegisterTest(
-          suite, info.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-          [&info, check]() -> ::testing::Test* { return new GradTest(info, check); });
+      register_check(check == Check::Grad ? "OpGrad" : "OpGradGrad", info, check, &run_check);
     }
   }
 }

@@ -1,5 +1,7 @@
 #include "tests/op_table/op_info.h"
 
+#include <gtest/gtest.h>
+
 namespace strata::testing {
 
 const char* to_string(Check check) {
@@ -60,6 +62,37 @@ const std::vector<OpInfo>& op_infos() { return registry(); }
 
 OpInfoRegistrar::OpInfoRegistrar(std::vector<OpInfo> (*make)()) {
   for (OpInfo& info : make()) registry().push_back(std::move(info));
+}
+
+namespace {
+
+class CheckTest : public ::testing::Test {
+ public:
+  CheckTest(const OpInfo& info, Check check, CheckRunner run)
+      : info_(info), check_(check), run_(run) {}
+  void TestBody() override {
+    const std::optional<std::string> failure = run_(info_, check_);
+    if (const ExpectedFailure* xfail = info_.expected_failure(check_, kFloat64)) {
+      EXPECT_TRUE(failure.has_value())
+          << info_.name << " passes " << to_string(check_) << " now; remove its expected failure ("
+          << xfail->reason << ")";
+      return;
+    }
+    EXPECT_FALSE(failure.has_value()) << info_.name << ": " << failure.value_or("");
+  }
+
+ private:
+  const OpInfo& info_;
+  Check check_;
+  CheckRunner run_;
+};
+
+}  // namespace
+
+void register_check(const char* suite, const OpInfo& info, Check check, CheckRunner run) {
+  ::testing::RegisterTest(
+      suite, info.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+      [&info, check, run]() -> ::testing::Test* { return new CheckTest(info, check, run); });
 }
 
 const std::vector<ScalarType>& floating_dtypes() {

@@ -83,6 +83,12 @@ struct OpInfoRegistrar {
       &strata_op_infos_##family);                                                    \
   static std::vector<::strata::testing::OpInfo> strata_op_infos_##family()
 
+// Registers the test `suite.<entry name>`: `run` returns the check's first
+// failure, if any. An expected failure of the entry for `check` must still
+// fail, so a check that starts passing makes its test fail until the entry is fixed.
+using CheckRunner = std::optional<std::string> (*)(const OpInfo& info, Check check);
+void register_check(const char* suite, const OpInfo& info, Check check, CheckRunner run);
+
 // Called by the op-table test binary's main() once every entry is registered.
 void register_forward_tests();
 void register_grad_tests();

@@ -208,7 +208,7 @@ std::optional<std::string> check_factory(const OpInfo& info, const Sample& sampl
   return compare(actual, expected, tol);
 }
 
-std::optional<std::string> run_vmap_check(const OpInfo& info) {
+std::optional<std::string> run_vmap_check(const OpInfo& info, Check) {
   const ScalarType dtype = vmap_dtype(info);
   const Tolerance tol = info.tolerance(Check::Vmap, dtype);
   FallbackSwitch fallback(info.batching_rule);
@@ -251,7 +251,7 @@ std::optional<std::string> run_vmap_check(const OpInfo& info) {
 
 // Per-sample gradients of sum(out_j * w_j) over the floating outputs, w.r.t. the
 // floating inputs (batched at dim 0; the others are unbatched), against a loop.
-std::optional<std::string> run_vmap_grad_check(const OpInfo& info) {
+std::optional<std::string> run_vmap_grad_check(const OpInfo& info, Check) {
   const Tolerance tol = info.tolerance(Check::VmapGrad, kFloat64);
   FallbackSwitch fallback(info.batching_rule);
   Generator gen(17);
@@ -317,26 +317,6 @@ std::optional<std::string> run_vmap_grad_check(const OpInfo& info) {
   return std::nullopt;
 }
 
-class VmapTest : public ::testing::Test {
- public:
-  VmapTest(const OpInfo& info, Check check) : info_(info), check_(check) {}
-  void TestBody() override {
-    std::optional<std::string> failure =
-        check_ == Check::Vmap ? run_vmap_check(info_) : run_vmap_grad_check(info_);
-    if (const ExpectedFailure* xfail = info_.expected_failure(check_, kFloat64)) {
-      EXPECT_TRUE(failure.has_value())
-          << info_.name << " passes " << to_string(check_) << " now; remove its expected failure ("
-          << xfail->reason << ")";
-      return;
-    }
-    EXPECT_FALSE(failure.has_value()) << info_.name << ": " << failure.value_or("");
-  }
-
- private:
-  const OpInfo& info_;
-  Check check_;
-};
-
 }  // namespace
 
 void register_vmap_tests() {
@@ -344,10 +324,8 @@ void register_vmap_tests() {
     std::vector<Check> checks = {Check::Vmap};
     if (info.differentiable) checks.push_back(Check::VmapGrad);
     for (Check check : checks) {
-      const char* suite = check == Check::Vmap ? "OpVmap" : "OpVmapGrad";
-      ::testing::RegisterTest(
-          suite, info.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-          [&info, check]() -> ::testing::Test* { return new VmapTest(info, check); });
+      register_check(check == Check::Vmap ? "OpVmap" : "OpVmapGrad", info, check,
+                     check == Check::Vmap ? &run_vmap_check : &run_vmap_grad_check);
     }
   }
 }

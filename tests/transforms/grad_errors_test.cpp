@@ -5,7 +5,6 @@
 #include <strata/strata.h>
 
 #include "tests/test_support.h"
-#include "transforms/layer_stack.h"
 
 namespace strata {
 namespace {
@@ -14,16 +13,7 @@ using testing::error_message;
 using testing::expect_contains;
 
 // Every test checks that nothing is left behind.
-class GradErrors : public ::testing::Test {
- protected:
-  void SetUp() override { before_ = local_dispatch_key_set(); }
-  void TearDown() override {
-    EXPECT_TRUE(layer_stack_empty());
-    EXPECT_EQ(local_dispatch_key_set().included, before_.included);
-    EXPECT_EQ(local_dispatch_key_set().excluded, before_.excluded);
-  }
-  LocalDispatchKeySet before_;
-};
+class GradErrors : public testing::TransformStateRestored {};
 
 TEST_F(GradErrors, NonScalarOutput) {
   Tensor x = ones({2, 3}, kFloat64);

@@ -4,7 +4,6 @@
 #include <strata/strata.h>
 
 #include "tests/test_support.h"
-#include "transforms/layer_stack.h"
 
 namespace strata {
 namespace {
@@ -12,16 +11,7 @@ namespace {
 using testing::error_message;
 using testing::expect_contains;
 
-class VmapErrors : public ::testing::Test {
- protected:
-  void SetUp() override { before_ = local_dispatch_key_set(); }
-  void TearDown() override {
-    EXPECT_TRUE(layer_stack_empty());
-    EXPECT_EQ(local_dispatch_key_set().included, before_.included);
-    EXPECT_EQ(local_dispatch_key_set().excluded, before_.excluded);
-  }
-  LocalDispatchKeySet before_;
-};
+class VmapErrors : public testing::TransformStateRestored {};
 
 Tensor identity(const Tensor& x) { return x; }
 Tensor add(const Tensor& x, const Tensor& y) { return x + y; }
