@@ -13,33 +13,49 @@ namespace {
 
 // initial-exec: every op inside a transform reads the stack several times, and
 // the library is linked, not dlopen'ed (see Note [Thread-local key sets]).
-thread_local std::vector<DynamicLayer> tls_layers __attribute__((tls_model("initial-exec")));
 thread_local int64_t tls_last_level __attribute__((tls_model("initial-exec"))) = 0;
 
-constexpr DispatchKeySet kFront{DispatchKey::DynamicLayerFront};
-constexpr DispatchKeySet kBack{DispatchKey::DynamicLayerBack};
-
-// The layers popped for calls that went below them, innermost last, with the
-// key sets to restore; and the key sets from before each unboxed front call.
+// A layer popped for a call that went below it, with the key sets to restore.
 struct PoppedLayerState {
   DynamicLayer layer;
   LocalDispatchKeySet restore;
 };
-thread_local std::vector<PoppedLayerState> tls_popped __attribute__((tls_model("initial-exec")));
-thread_local std::vector<LocalDispatchKeySet> tls_front_saved
-    __attribute__((tls_model("initial-exec")));
+
+// The calling thread's stack, the layers popped for calls below them, and the
+// key sets from before each unboxed front call.
+struct LayerStackState {
+  std::vector<DynamicLayer> layers;
+  std::vector<PoppedLayerState> popped;
+  std::vector<LocalDispatchKeySet> front_saved;
+};
+
+// A thread_local with a destructor is reached through a guard in the
+// general-dynamic TLS model (a __tls_get_addr call on every access); the hot
+// path instead reads a plain initial-exec pointer to it, set on first use.
+thread_local LayerStackState tls_state_owner;
+thread_local LayerStackState* tls_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+LayerStackState& state() {
+  if (__builtin_expect(tls_state == nullptr, 0)) tls_state = &tls_state_owner;
+  return *tls_state;
+}
+
+constexpr DispatchKeySet kFront{DispatchKey::DynamicLayerFront};
+constexpr DispatchKeySet kBack{DispatchKey::DynamicLayerBack};
 
 void pop_top_layer() {
-  tls_popped.push_back({std::move(tls_layers.back()), local_dispatch_key_set()});
-  tls_layers.pop_back();
-  local_dispatch_key_set() = tls_popped.back().layer.saved_key_sets;
+  LayerStackState& s = state();
+  s.popped.push_back({std::move(s.layers.back()), local_dispatch_key_set()});
+  s.layers.pop_back();
+  local_dispatch_key_set() = s.popped.back().layer.saved_key_sets;
 }
 
 void restore_top_layer() noexcept {
-  PoppedLayerState& popped = tls_popped.back();
-  tls_layers.push_back(std::move(popped.layer));
+  LayerStackState& s = state();
+  PoppedLayerState& popped = s.popped.back();
+  s.layers.push_back(std::move(popped.layer));
   local_dispatch_key_set() = popped.restore;
-  tls_popped.pop_back();
+  s.popped.pop_back();
 }
 
 // Takes the top layer off the stack for the duration of a call that goes on to
@@ -56,7 +72,7 @@ class PoppedLayer {
 }  // namespace
 
 DispatchKeySet enter_top_layer(DispatchKeySet keys) {
-  const DispatchKeySet hidden = tls_layers.back().hidden_keys;
+  const DispatchKeySet hidden = state().layers.back().hidden_keys;
   LocalDispatchKeySet& local = local_dispatch_key_set();
   local.excluded = local.excluded | hidden;
   local.included = local.included | kBack;
@@ -66,29 +82,29 @@ DispatchKeySet enter_top_layer(DispatchKeySet keys) {
 namespace {
 
 PassThrough::Next front_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
-  if (!tls_layers.back().interpreter->default_process(op)) return PassThrough::Next::Decline;
-  tls_front_saved.push_back(local_dispatch_key_set());
+  if (!state().layers.back().interpreter->default_process(op)) return PassThrough::Next::Decline;
+  state().front_saved.push_back(local_dispatch_key_set());
   next = enter_top_layer(keys);
   return PassThrough::Next::WithKeys;
 }
 
 void front_leave() noexcept {
-  local_dispatch_key_set() = tls_front_saved.back();
-  tls_front_saved.pop_back();
+  local_dispatch_key_set() = state().front_saved.back();
+  state().front_saved.pop_back();
 }
 
 PassThrough::Next back_enter(const OperatorHandle&, DispatchKeySet, DispatchKeySet&) {
-  if (!tls_layers.back().interpreter->default_send_to_next()) return PassThrough::Next::Decline;
+  if (!state().layers.back().interpreter->default_send_to_next()) return PassThrough::Next::Decline;
   pop_top_layer();
   return PassThrough::Next::RecomputeKeys;
 }
 
 void front_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
-  tls_layers.back().interpreter->process(op, keys, stack);
+  state().layers.back().interpreter->process(op, keys, stack);
 }
 
 void back_fallback(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  tls_layers.back().interpreter->send_to_next(op, stack);
+  state().layers.back().interpreter->send_to_next(op, stack);
 }
 
 STRATA_LIBRARY_IMPL(_, DynamicLayerFront, m) {
@@ -145,26 +161,27 @@ DispatchKeySet argument_keys(const OperatorHandle& op, const Stack& stack) {
   return keys;
 }
 
-bool layer_stack_empty() { return tls_layers.empty(); }
+bool layer_stack_empty() { return state().layers.empty(); }
 
 const DynamicLayer& top_layer(const char* what) {
-  STRATA_CHECK(!tls_layers.empty(), what, "no transform is running on this thread");
-  return tls_layers.back();
+  STRATA_CHECK(!state().layers.empty(), what, "no transform is running on this thread");
+  return state().layers.back();
 }
 
 std::string describe_layer_stack() {
   std::ostringstream out;
-  for (size_t i = tls_layers.size(); i-- > 0;) {
-    out << to_string(tls_layers[i].interpreter->kind()) << "(level " << tls_layers[i].level << ")";
+  for (size_t i = state().layers.size(); i-- > 0;) {
+    out << to_string(state().layers[i].interpreter->kind()) << "(level " << state().layers[i].level
+        << ")";
     if (i > 0) out << " > ";
   }
   return out.str();
 }
 
 LayerScope::LayerScope(std::shared_ptr<Interpreter> interpreter)
-    : level_(++tls_last_level), depth_(tls_layers.size()) {
+    : level_(++tls_last_level), depth_(state().layers.size()) {
   const DispatchKeySet hidden = (kAllTransformKeys - interpreter->keys()) | kFront;
-  tls_layers.push_back({level_, std::move(interpreter), local_dispatch_key_set(), hidden});
+  state().layers.push_back({level_, std::move(interpreter), local_dispatch_key_set(), hidden});
   local_dispatch_key_set().included |= kFront;
 }
 
@@ -175,9 +192,9 @@ void LayerScope::pop() {
   popped_ = true;
   // Scopes nest, so the layers above this one are already gone; resizing (rather
   // than popping one) keeps the stack right even if one was left behind.
-  if (tls_layers.size() <= depth_) return;
-  local_dispatch_key_set() = tls_layers[depth_].saved_key_sets;
-  tls_layers.resize(depth_);
+  if (state().layers.size() <= depth_) return;
+  local_dispatch_key_set() = state().layers[depth_].saved_key_sets;
+  state().layers.resize(depth_);
 }
 
 }  // namespace strata

@@ -14,16 +14,9 @@ std::string transform_name() {
   return layer_stack_empty() ? "vmap" : "vmap inside " + describe_layer_stack();
 }
 
-// Wraps dim into [0, rank); throws naming `what` when it is out of range.
-int64_t wrap_dim(int64_t dim, int64_t rank, const std::string& what) {
-  STRATA_CHECK(dim >= -rank && dim < rank, transform_name().c_str(), what,
-               " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-  return dim < 0 ? dim + rank : dim;
-}
-
-std::string describe_argument(size_t arg, const Tensor& t, int64_t dim) {
+std::string describe_argument(size_t arg, IntArrayRef sizes, int64_t dim) {
   std::ostringstream out;
-  out << "argument " << arg << " (shape " << shape_string(t.sizes()) << ", in_dim " << dim << ")";
+  out << "argument " << arg << " (shape " << shape_string(sizes) << ", in_dim " << dim << ")";
   return out.str();
 }
 
@@ -47,19 +40,23 @@ std::optional<int64_t> VmapCall::in_dim(size_t arg) const {
 void VmapCall::observe(size_t arg, const Tensor& t) {
   const std::optional<int64_t> dim = in_dim(arg);
   if (!dim || !t.defined()) return;
-  std::ostringstream what;
-  what << "in_dim " << *dim << " of argument " << arg << " (shape " << shape_string(t.sizes())
-       << ")";
-  const int64_t d = wrap_dim(*dim, t.dim(), what.str());
-  const int64_t size = t.sizes()[static_cast<size_t>(d)];
+  const int64_t rank = t.dim();
+  STRATA_CHECK(*dim >= -rank && *dim < rank, transform_name().c_str(), "in_dim ", *dim,
+               " of argument ", arg, " (shape ", shape_string(t.sizes()),
+               ") is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
+  const int64_t size = t.sizes()[static_cast<size_t>(*dim < 0 ? *dim + rank : *dim)];
   if (batch_size_ < 0) {
     batch_size_ = size;
-    first_batched_ = describe_argument(arg, t, *dim);
+    first_batched_ = {arg, DimVector(t.sizes()), *dim};
     return;
   }
   STRATA_CHECK(size == batch_size_, transform_name().c_str(),
-               "batch sizes disagree: ", first_batched_, " has batch size ", batch_size_, " but ",
-               describe_argument(arg, t, *dim), " has batch size ", size);
+               "batch sizes disagree: ", describe_first_batched(), " has batch size ", batch_size_,
+               " but ", describe_argument(arg, t.sizes(), *dim), " has batch size ", size);
+}
+
+std::string VmapCall::describe_first_batched() const {
+  return describe_argument(first_batched_.arg, first_batched_.sizes, first_batched_.dim);
 }
 
 void VmapCall::finish_observing() {
@@ -67,8 +64,8 @@ void VmapCall::finish_observing() {
                "no argument is batched: in_dims are all none or the batched arguments hold "
                "no tensors (",
                num_args_, " arguments)");
-  STRATA_CHECK(batch_size_ > 0, transform_name().c_str(), "the batch is empty: ", first_batched_,
-               " has size 0 along its in_dim");
+  STRATA_CHECK(batch_size_ > 0, transform_name().c_str(),
+               "the batch is empty: ", describe_first_batched(), " has size 0 along its in_dim");
 }
 
 std::vector<std::pair<int64_t, int64_t>> VmapCall::chunks() const {
@@ -115,10 +112,10 @@ Tensor VmapCall::unwrap_output(const Tensor& t, std::optional<int64_t> out_dim) 
     return t;
   }
   const int64_t rank = t.dim() + 1;
-  std::ostringstream what;
-  what << "out_dim " << *out_dim << " of an output whose samples have shape "
-       << shape_string(t.sizes());
-  const int64_t d = wrap_dim(*out_dim, rank, what.str());
+  STRATA_CHECK(*out_dim >= -rank && *out_dim < rank, "vmap", "out_dim ", *out_dim,
+               " of an output whose samples have shape ", shape_string(t.sizes()),
+               " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
+  const int64_t d = *out_dim < 0 ? *out_dim + rank : *out_dim;
   if (b == nullptr) {
     DimVector sizes(t.sizes());
     sizes.insert(static_cast<size_t>(d), chunk_size_);

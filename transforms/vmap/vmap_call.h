@@ -63,7 +63,13 @@ class VmapCall {
   const VmapOptions& options_;
   size_t num_args_;
   int64_t batch_size_ = -1;
-  std::string first_batched_;  // "argument 0 (shape [3, 2], in_dim 0)", for messages
+  // The first batched tensor seen, for messages about the others.
+  struct FirstBatched {
+    size_t arg = 0;
+    DimVector sizes;
+    int64_t dim = 0;
+  } first_batched_;
+  std::string describe_first_batched() const;
   std::shared_ptr<RandomReplay> replay_ = std::make_shared<RandomReplay>();
   int64_t chunk_start_ = 0;
   int64_t chunk_size_ = 0;
