@@ -79,6 +79,10 @@ int64_t batch_first_dim(int64_t dim, int64_t rank, const char* op);
 void check_inplace_target(const char* op, const BatchedArg& self, bool any_batched,
                           int64_t batch_size);
 
+// Whether an argument (a tensor or an element of a tensor list) from stack[first]
+// on is batched at `level`.
+bool any_batched_argument(const Stack& stack, size_t first, int64_t level);
+
 // Runs a boxed call on unwrapped arguments with this layer popped (what a rule's
 // ordinary op calls do, without passing through the back fallback).
 void call_below(const OperatorHandle& op, Stack& stack);

@@ -44,18 +44,6 @@ void select_sample(Stack& stack, size_t first, int64_t level, int64_t b) {
   }
 }
 
-bool any_batched_argument(const Stack& stack, size_t first, int64_t level) {
-  for (size_t i = first; i < stack.size(); ++i) {
-    if (stack[i].is_tensor() && batched_at_level(stack[i].to_tensor(), level)) return true;
-    if (stack[i].is_tensor_list()) {
-      for (const Tensor& t : stack[i].to_tensor_list()) {
-        if (batched_at_level(t, level)) return true;
-      }
-    }
-  }
-  return false;
-}
-
 Tensor stack_samples(std::vector<Tensor>& samples, int64_t level) {
   for (const Tensor& t : samples) {
     if (!t.defined()) return Tensor();
@@ -80,6 +68,18 @@ void loop_fallback(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
 STRATA_LIBRARY_IMPL(_, Batched, m) { m.fallback(KernelFunction::from_boxed(&loop_fallback)); }
 
 }  // namespace
+
+bool any_batched_argument(const Stack& stack, size_t first, int64_t level) {
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (stack[i].is_tensor() && batched_at_level(stack[i].to_tensor(), level)) return true;
+    if (stack[i].is_tensor_list()) {
+      for (const Tensor& t : stack[i].to_tensor_list()) {
+        if (batched_at_level(t, level)) return true;
+      }
+    }
+  }
+  return false;
+}
 
 void set_loop_fallback_enabled(bool enabled) { g_loop_fallback_enabled = enabled; }
 bool loop_fallback_enabled() { return g_loop_fallback_enabled; }

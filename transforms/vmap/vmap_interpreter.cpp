@@ -29,13 +29,6 @@ uint64_t sample_seed(uint64_t seed, int64_t index) {
   return z ^ (z >> 31);
 }
 
-bool any_batched(const Stack& stack, size_t first, int64_t level) {
-  for (size_t i = first; i < stack.size(); ++i) {
-    if (stack[i].is_tensor() && batched_at_level(stack[i].to_tensor(), level)) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 const char* to_string(Randomness randomness) {
@@ -54,7 +47,7 @@ bool VmapInterpreter::default_process(const OperatorHandle& op) const {
 void VmapInterpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
   if (std::optional<size_t> generator = generator_argument(op.schema())) {
     const size_t first = stack.size() - op.schema().arguments().size();
-    const bool batched_input = any_batched(stack, first, top_layer("vmap").level);
+    const bool batched_input = any_batched_argument(stack, first, top_layer("vmap").level);
     if (randomness_ != Randomness::Same || batched_input) {
       process_random(op, stack, *generator);
       return;
