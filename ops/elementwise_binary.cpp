@@ -186,6 +186,14 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
+
+// Sums the terms of a tangent that are defined (an input without a tangent
+// contributes none); undefined if none is.
+Tensor sum_defined(Tensor a, const Tensor& b) {
+  if (!a.defined()) return b;
+  return b.defined() ? a + b : a;
+}
 
 // other's gradient is grad * alpha (sign < 0 for sub); alpha is nearly always 1,
 // and then the gradient passes through without an op.
@@ -197,15 +205,38 @@ void add_backward(BackwardContext& c) {
   c.set_grad(1, scale == 1.0 ? c.grad() : c.grad() * scale);
 }
 
+template <int kSign>
+void add_forward(ForwardContext& c) {
+  Tensor other;
+  if (c.has_tangent(1)) {
+    const double scale = kSign * c.scalar_arg(2).to<double>();
+    other = scale == 1.0 ? c.tangent(1) : c.tangent(1) * scale;
+  }
+  c.set_tangent(0, sum_defined(c.tangent(0), other));
+}
+
 void mul_backward(BackwardContext& c) {
   if (c.needs_grad(0)) c.set_grad(0, c.grad() * c.input(1));
   if (c.needs_grad(1)) c.set_grad(1, c.grad() * c.input(0));
+}
+
+void mul_forward(ForwardContext& c) {
+  Tensor a = c.has_tangent(0) ? c.tangent(0) * c.input(1) : Tensor();
+  Tensor b = c.has_tangent(1) ? c.input(0) * c.tangent(1) : Tensor();
+  c.set_tangent(0, sum_defined(std::move(a), b));
 }
 
 void div_backward(BackwardContext& c) {
   const Tensor& other = c.input(1);
   if (c.needs_grad(0)) c.set_grad(0, c.grad() / other);
   if (c.needs_grad(1)) c.set_grad(1, -(c.grad() * c.output()) / other);
+}
+
+void div_forward(ForwardContext& c) {
+  const Tensor& other = c.input(1);
+  Tensor a = c.has_tangent(0) ? c.tangent(0) / other : Tensor();
+  Tensor b = c.has_tangent(1) ? -(c.tangent(1) * c.output()) / other : Tensor();
+  c.set_tangent(0, sum_defined(std::move(a), b));
 }
 
 // Both partials read the base in the dtype the kernel computed in (an Int64 base
@@ -229,6 +260,24 @@ void pow_backward(BackwardContext& c) {
   }
 }
 
+// The same partials as pow_backward, applied to the tangents.
+void pow_forward(ForwardContext& c) {
+  const ScalarType dtype = c.output().dtype();
+  const Tensor base = c.input(0).to(dtype);
+  const Tensor exponent = c.input(1).to(dtype);
+  const Tensor at_zero = base == 0.0;
+  Tensor a, b;
+  if (c.has_tangent(0)) {
+    const Tensor safe_base = where(at_zero.logical_and(exponent == 0.0), ones_like(base), base);
+    a = c.tangent(0) * exponent * safe_base.pow(exponent - 1.0);
+  }
+  if (c.has_tangent(1)) {
+    const Tensor safe_base = where(at_zero, ones_like(base), base);
+    b = c.tangent(1) * c.output() * safe_base.log();
+  }
+  c.set_tangent(0, sum_defined(std::move(a), b));
+}
+
 // maximum/minimum: the gradient goes to the selected input; ties split it.
 template <bool kMax>
 void select_backward(BackwardContext& c) {
@@ -240,6 +289,16 @@ void select_backward(BackwardContext& c) {
   if (c.needs_grad(1)) c.set_grad(1, c.grad() * ((kMax ? b > a : b < a) + tie));
 }
 
+template <bool kMax>
+void select_forward(ForwardContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  Tensor tie = (a == b) * 0.5;
+  Tensor ta = c.has_tangent(0) ? c.tangent(0) * ((kMax ? a > b : a < b) + tie) : Tensor();
+  Tensor tb = c.has_tangent(1) ? c.tangent(1) * ((kMax ? b > a : b < a) + tie) : Tensor();
+  c.set_tangent(0, sum_defined(std::move(ta), tb));
+}
+
 void where_backward(BackwardContext& c) {
   const Tensor& condition = c.input(0);
   Tensor zero = zeros_like(c.grad());
@@ -247,12 +306,21 @@ void where_backward(BackwardContext& c) {
   if (c.needs_grad(2)) c.set_grad(2, where(condition, zero, c.grad()));
 }
 
+void where_forward(ForwardContext& c) {
+  const Tensor& condition = c.input(0);
+  c.set_tangent(0, where(condition, c.tangent_or_zeros(1), c.tangent_or_zeros(2)));
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  const KernelFunction add = derivative({.backward = &add_backward<1>});
-  const KernelFunction sub = derivative({.backward = &add_backward<-1>});
-  const KernelFunction mul = derivative({.backward = &mul_backward, .saved_inputs = args(0, 1)});
-  const KernelFunction div =
-      derivative({.backward = &div_backward, .saved_inputs = args(1), .saved_outputs = args(0)});
+  const KernelFunction add = derivative({.backward = &add_backward<1>, .forward = &add_forward<1>});
+  const KernelFunction sub =
+      derivative({.backward = &add_backward<-1>, .forward = &add_forward<-1>});
+  const KernelFunction mul =
+      derivative({.backward = &mul_backward, .forward = &mul_forward, .saved_inputs = args(0, 1)});
+  const KernelFunction div = derivative({.backward = &div_backward,
+                                         .forward = &div_forward,
+                                         .saved_inputs = args(1),
+                                         .saved_outputs = args(0)});
   m.impl("add.Tensor", add);
   m.impl("add_.Tensor", add);
   m.impl("sub.Tensor", sub);
@@ -261,12 +329,19 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("mul_.Tensor", mul);
   m.impl("div.Tensor", div);
   m.impl("div_.Tensor", div);
-  m.impl("pow.Tensor_Tensor",
+  m.impl("pow.Tensor_Tensor", derivative({.backward = &pow_backward,
+                                          .forward = &pow_forward,
+                                          .saved_inputs = args(0, 1),
+                                          .saved_outputs = args(0)}));
+  m.impl("maximum", derivative({.backward = &select_backward<true>,
+                                .forward = &select_forward<true>,
+                                .saved_inputs = args(0, 1)}));
+  m.impl("minimum", derivative({.backward = &select_backward<false>,
+                                .forward = &select_forward<false>,
+                                .saved_inputs = args(0, 1)}));
+  m.impl("where.self",
          derivative(
-             {.backward = &pow_backward, .saved_inputs = args(0, 1), .saved_outputs = args(0)}));
-  m.impl("maximum", derivative({.backward = &select_backward<true>, .saved_inputs = args(0, 1)}));
-  m.impl("minimum", derivative({.backward = &select_backward<false>, .saved_inputs = args(0, 1)}));
-  m.impl("where.self", derivative({.backward = &where_backward, .saved_inputs = args(0)}));
+             {.backward = &where_backward, .forward = &where_forward, .saved_inputs = args(0)}));
   for (const char* name : {"eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor",
                            "ge.Tensor", "logical_and", "logical_or"}) {
     m.impl(name, autograd::non_differentiable());

@@ -201,8 +201,10 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
 
-// Unary ops whose derivative is a function of the input x, or of the output y.
+// Unary ops whose derivative is a function of the input x, or of the output y:
+// the gradient and the tangent are both scaled by it.
 template <Tensor (*kDerivative)(const Tensor& x)>
 void backward_from_input(BackwardContext& c) {
   c.set_grad(0, c.grad() * kDerivative(c.input(0)));
@@ -210,6 +212,14 @@ void backward_from_input(BackwardContext& c) {
 template <Tensor (*kDerivative)(const Tensor& y)>
 void backward_from_output(BackwardContext& c) {
   c.set_grad(0, c.grad() * kDerivative(c.output()));
+}
+template <Tensor (*kDerivative)(const Tensor& x)>
+void forward_from_input(ForwardContext& c) {
+  c.set_tangent(0, c.tangent(0) * kDerivative(c.input(0)));
+}
+template <Tensor (*kDerivative)(const Tensor& y)>
+void forward_from_output(ForwardContext& c) {
+  c.set_tangent(0, c.tangent(0) * kDerivative(c.output()));
 }
 
 Tensor relu_derivative(const Tensor& y) { return y > 0.0; }
@@ -281,41 +291,46 @@ void clamp_backward(BackwardContext& c) {
   c.set_grad(0, c.grad() * pass);
 }
 
-template <void (*kBackward)(BackwardContext&)>
+template <Tensor (*kDerivative)(const Tensor& x)>
 KernelFunction of_input() {
-  return derivative({.backward = kBackward, .saved_inputs = kInput});
+  return derivative({.backward = &backward_from_input<kDerivative>,
+                     .forward = &forward_from_input<kDerivative>,
+                     .saved_inputs = kInput});
 }
-template <void (*kBackward)(BackwardContext&)>
+template <Tensor (*kDerivative)(const Tensor& y)>
 KernelFunction of_output() {
-  return derivative({.backward = kBackward, .saved_outputs = kOutput});
+  return derivative({.backward = &backward_from_output<kDerivative>,
+                     .forward = &forward_from_output<kDerivative>,
+                     .saved_outputs = kOutput});
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("neg", derivative({.backward = &neg_backward}));
-  m.impl("abs", of_input<&backward_from_input<&abs_derivative>>());
+  m.impl("abs", of_input<&abs_derivative>());
   m.impl("sign", autograd::non_differentiable());
   m.impl("logical_not", autograd::non_differentiable());
-  m.impl("square", of_input<&backward_from_input<&square_derivative>>());
-  m.impl("relu", of_output<&backward_from_output<&relu_derivative>>());
-  m.impl("relu_", of_output<&backward_from_output<&relu_derivative>>());
-  m.impl("exp", of_output<&backward_from_output<&exp_derivative>>());
-  m.impl("expm1", of_output<&backward_from_output<&expm1_derivative>>());
-  m.impl("log", of_input<&backward_from_input<&log_derivative>>());
-  m.impl("log1p", of_input<&backward_from_input<&log1p_derivative>>());
-  m.impl("sqrt", of_output<&backward_from_output<&sqrt_derivative>>());
-  m.impl("rsqrt", of_output<&backward_from_output<&rsqrt_derivative>>());
-  m.impl("reciprocal", of_output<&backward_from_output<&reciprocal_derivative>>());
-  m.impl("sin", of_input<&backward_from_input<&sin_derivative>>());
-  m.impl("cos", of_input<&backward_from_input<&cos_derivative>>());
-  m.impl("tanh", of_output<&backward_from_output<&tanh_derivative>>());
-  m.impl("sigmoid", of_output<&backward_from_output<&sigmoid_derivative>>());
+  m.impl("square", of_input<&square_derivative>());
+  m.impl("relu", of_output<&relu_derivative>());
+  m.impl("relu_", of_output<&relu_derivative>());
+  m.impl("exp", of_output<&exp_derivative>());
+  m.impl("expm1", of_output<&expm1_derivative>());
+  m.impl("log", of_input<&log_derivative>());
+  m.impl("log1p", of_input<&log1p_derivative>());
+  m.impl("sqrt", of_output<&sqrt_derivative>());
+  m.impl("rsqrt", of_output<&rsqrt_derivative>());
+  m.impl("reciprocal", of_output<&reciprocal_derivative>());
+  m.impl("sin", of_input<&sin_derivative>());
+  m.impl("cos", of_input<&cos_derivative>());
+  m.impl("tanh", of_output<&tanh_derivative>());
+  m.impl("sigmoid", of_output<&sigmoid_derivative>());
   m.impl(
       "gelu",
       derivative({.backward = &gelu_backward, .saved_inputs = kInput, .saved_outputs = kOutput}));
-  m.impl("softplus", of_input<&softplus_backward>());
-  m.impl("pow.Tensor_Scalar", of_input<&pow_scalar_backward>());
-  m.impl("clamp", of_input<&clamp_backward>());
-  m.impl("clamp_", of_input<&clamp_backward>());
+  m.impl("softplus", derivative({.backward = &softplus_backward, .saved_inputs = kInput}));
+  m.impl("pow.Tensor_Scalar",
+         derivative({.backward = &pow_scalar_backward, .saved_inputs = kInput}));
+  m.impl("clamp", derivative({.backward = &clamp_backward, .saved_inputs = kInput}));
+  m.impl("clamp_", derivative({.backward = &clamp_backward, .saved_inputs = kInput}));
 }
 
 // ---- batching rules (Note [Batching rules]): every op here is pointwise. The

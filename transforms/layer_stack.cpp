@@ -58,17 +58,6 @@ void restore_top_layer() noexcept {
   s.popped.pop_back();
 }
 
-// Takes the top layer off the stack for the duration of a call that goes on to
-// the layers below, and puts it back (with the key sets it had) afterwards,
-// also when the call throws.
-class PoppedLayer {
- public:
-  PoppedLayer() { pop_top_layer(); }
-  ~PoppedLayer() { restore_top_layer(); }
-  PoppedLayer(const PoppedLayer&) = delete;
-  PoppedLayer& operator=(const PoppedLayer&) = delete;
-};
-
 }  // namespace
 
 DispatchKeySet enter_top_layer(DispatchKeySet keys) {
@@ -140,8 +129,11 @@ void Interpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
   call_below_top_layer(op, argument_keys(op, stack), stack);
 }
 
+BelowTopLayer::BelowTopLayer() { pop_top_layer(); }
+BelowTopLayer::~BelowTopLayer() { restore_top_layer(); }
+
 void call_below_top_layer(const OperatorHandle& op, DispatchKeySet tensor_keys, Stack& stack) {
-  PoppedLayer popped;
+  BelowTopLayer below;
   op.redispatch_boxed(compute_dispatch_keys(tensor_keys, op.entry()), stack);
 }
 

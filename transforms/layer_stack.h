@@ -66,6 +66,18 @@ inline constexpr DispatchKeySet kAllTransformKeys{DispatchKey::AutogradCPU,
                                                   DispatchKey::AutogradCUDA, DispatchKey::Batched,
                                                   DispatchKey::Functionalize};
 
+// Takes the top layer off the stack for a scope, with the key sets from before
+// it was pushed, and puts it back (with the key sets it had) afterwards, also
+// when the scope throws. Code computing on a level's unwrapped values (a
+// forward-mode formula) runs under it, so its ops go straight to the layers below.
+class BelowTopLayer {
+ public:
+  BelowTopLayer();
+  ~BelowTopLayer();
+  BelowTopLayer(const BelowTopLayer&) = delete;
+  BelowTopLayer& operator=(const BelowTopLayer&) = delete;
+};
+
 // Runs `op` on the stack's arguments with the top layer popped and the key sets
 // from before it was pushed, dispatching on `tensor_keys` (the keys of the
 // arguments as they are now); the layer is back when it returns or throws.

@@ -2,15 +2,17 @@
 
 #include <cstdint>
 
+#include "dispatcher/ivalue.h"
 #include "tensor/tensor.h"
 
 namespace strata {
 
+class OperatorHandle;
 namespace autograd {
 class Node;
 }
 
-// Reverse-mode state of a tensor at one grad level.
+// Autodiff state of a tensor at one grad or jvp level.
 struct AutogradMeta {
   bool requires_grad = false;
   // The tensor came out of a view op: an in-place op on it would have to
@@ -22,11 +24,14 @@ struct AutogradMeta {
   IntrusivePtr<autograd::Node> grad_fn;
   // A leaf that requires grad: the node its gradient flows into.
   IntrusivePtr<autograd::Node> grad_sink;
+  // At a jvp level: the tangent, a tensor of the level below with the wrapped
+  // value's shape and dtype; undefined for a zero tangent.
+  Tensor tangent;
 };
 
-// A tensor seen at one transform level: it wraps the tensor of the level below
+// A tensor seen at one grad or jvp level: it wraps the tensor of the level below
 // (a plain tensor, a batched tensor or a wrapper of an outer level) and carries
-// this level's autograd state. Its sizes, strides and dtype mirror the wrapped
+// this level's autodiff state. Its sizes, strides and dtype mirror the wrapped
 // tensor's; it has no storage, but its values may be read (item, printing).
 class TensorWrapper final : public TensorImpl {
  public:
@@ -67,6 +72,11 @@ inline TensorWrapper* wrapper_at_level(const Tensor& t, int64_t level) {
 }
 
 Tensor wrap_at_level(Tensor value, int64_t level);
+// The back fallback of the grad and jvp levels: unwraps this level's wrappers,
+// runs the call below, and wraps the results at this level (an in-place op
+// hands back the wrapper it was given, its metadata refreshed).
+void send_unwrapped_to_next(const OperatorHandle& op, Stack& stack, int64_t level);
+
 // What t wraps if it is a wrapper at `level`, else t itself (a constant there).
 inline Tensor unwrap_at_level(const Tensor& t, int64_t level) {
   TensorWrapper* w = wrapper_at_level(t, level);

@@ -1,8 +1,10 @@
 // Checks 2 of ../shared/TESTING.md for every differentiable entry of the op
-// table: reverse mode against finite differences in Float64 (gradcheck) on every
-// sample, broadcasting and non-contiguous ones included, and the second order
-// (gradgradcheck) for twice-differentiable ops. An expected failure must still
-// fail: a check that starts passing makes its test fail until the entry is fixed.
+// table: reverse mode (gradcheck) and forward mode (jvpcheck) against finite
+// differences in Float64 on every sample, broadcasting and non-contiguous ones
+// included, and the second order for twice-differentiable ops: reverse over
+// reverse (gradgradcheck) and forward over reverse (jvpgradcheck, what hessian runs). An expected
+// failure must still fail: a check that starts passing makes its test fail until the entry is
+// fixed.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -44,6 +46,15 @@ bool finite_everywhere(const TensorListFunction& f, const std::vector<Tensor>& i
   return true;
 }
 
+auto check_of(Check check) {
+  switch (check) {
+    case Check::GradGrad: return &gradgradcheck;
+    case Check::Jvp: return &jvpcheck;
+    case Check::JvpGrad: return &jvpgradcheck;
+    default: return &gradcheck;
+  }
+}
+
 // Runs the check on every sample; returns the first failure, if any.
 std::optional<std::string> run_check(const OpInfo& info, Check check) {
   const GradcheckOptions options = options_for(info, check);
@@ -55,8 +66,7 @@ std::optional<std::string> run_check(const OpInfo& info, Check check) {
     if (!finite_everywhere(f, sample.inputs)) continue;  // not differentiable there
     ++checked;
     try {
-      GradcheckResult result = check == Check::Grad ? gradcheck(f, sample.inputs, options)
-                                                    : gradgradcheck(f, sample.inputs, options);
+      GradcheckResult result = check_of(check)(f, sample.inputs, options);
       if (!result) return "sample '" + sample.description + "': " + result.message;
     } catch (const std::exception& e) {
       return "sample '" + sample.description + "' threw: " + e.what();
@@ -71,11 +81,13 @@ std::optional<std::string> run_check(const OpInfo& info, Check check) {
 void register_grad_tests() {
   for (const OpInfo& info : op_infos()) {
     if (!info.differentiable) continue;
-    std::vector<Check> checks = {Check::Grad};
-    if (info.twice_differentiable) checks.push_back(Check::GradGrad);
-    for (Check check : checks) {
-      register_check(check == Check::Grad ? "OpGrad" : "OpGradGrad", info, check, &run_check);
+    std::vector<std::pair<Check, const char*>> checks = {{Check::Grad, "OpGrad"}};
+    if (info.twice_differentiable) checks.emplace_back(Check::GradGrad, "OpGradGrad");
+    if (info.forward_ad) {
+      checks.emplace_back(Check::Jvp, "OpJvp");
+      if (info.twice_differentiable) checks.emplace_back(Check::JvpGrad, "OpJvpGrad");
     }
+    for (const auto& [check, suite] : checks) register_check(suite, info, check, &run_check);
   }
 }
 

@@ -10,6 +10,7 @@ const char* to_string(Check check) {
     case Check::Grad: return "grad";
     case Check::GradGrad: return "grad∘grad";
     case Check::Jvp: return "jvp";
+    case Check::JvpGrad: return "jvp∘grad";
     case Check::Vmap: return "vmap";
     case Check::VmapGrad: return "vmap∘grad";
   }

@@ -29,7 +29,7 @@ struct Sample {
 // tensor output.
 using OpFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Stack&)>;
 
-enum class Check { Forward, Grad, GradGrad, Jvp, Vmap, VmapGrad };
+enum class Check { Forward, Grad, GradGrad, Jvp, JvpGrad, Vmap, VmapGrad };
 const char* to_string(Check check);
 
 struct Tolerance {

@@ -134,7 +134,7 @@ TEST_F(GradErrors, AWrapperKeptPastItsTransform) {
     return t.sum();
   })(x);
   std::string m = error_message([&] { leaked.sin(); });
-  expect_contains(m, {"grad transform that has already returned"});
+  expect_contains(m, {"grad or jvp transform that has already returned"});
 }
 
 Tensor twice_cpu(const Tensor& self) { return self * 2.0; }

@@ -4,6 +4,7 @@
 #include "tensor/error.h"
 #include "transforms/grad/formula_node.h"
 #include "transforms/grad/grad_interpreter.h"
+#include "transforms/jvp/forward_call.h"
 #include "transforms/tensor_wrapper.h"
 
 namespace strata::autograd {
@@ -11,6 +12,18 @@ namespace strata::autograd {
 namespace {
 
 constexpr DispatchKeySet kBelowAutograd = DispatchKeySet::below(DispatchKey::AutogradCPU);
+
+// The grad or jvp layer whose Autograd kernels are running.
+const DynamicLayer& current_autodiff_layer(const char* op) {
+  STRATA_CHECK(!layer_stack_empty(), op,
+               "got a tensor of a grad or jvp transform that has already returned; return the "
+               "tensor from the function being transformed instead of keeping it");
+  const DynamicLayer& top = top_layer(op);
+  const TransformKind kind = top.interpreter->kind();
+  STRATA_CHECK(kind == TransformKind::Grad || kind == TransformKind::Jvp, op,
+               "internal: Autograd kernel reached with ", describe_layer_stack(), " on top");
+  return top;
+}
 
 // The edge a gradient for a wrapper that requires grad flows along: its grad_fn,
 // or for an input leaf, its sink (made by GradCall::enter).
@@ -166,11 +179,10 @@ NodeVector<OutputInfo> collect_outputs(const Stack& stack, size_t first, uint32_
 
 // The Autograd kernel of an op with a Derivative: runs the op and, when an input
 // requires grad at this level, records a FormulaNode as its outputs' grad_fn.
-void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeySet keys,
-            Stack& stack) {
+void record(const OperatorHandle& op, const Derivative& derivative, int64_t level,
+            DispatchKeySet keys, Stack& stack) {
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
-  const int64_t level = current_grad_level(op.operator_name().name.c_str());
   const bool tracked = any_input_requires_grad(stack, first, nargs, level);
   const std::optional<size_t> written = op.entry().returned_argument_index();
   if (written) {
@@ -204,9 +216,14 @@ void record(const OperatorHandle& op, const Derivative& derivative, DispatchKeyS
 // An op without a formula may run under grad as long as nothing it returns
 // would need a gradient (comparisons, argmax, integer ops).
 void no_formula_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  const DynamicLayer& top = current_autodiff_layer(op.operator_name().name.c_str());
+  if (top.interpreter->kind() == TransformKind::Jvp) {
+    forward::no_formula_call(op, top.level, keys, stack);
+    return;
+  }
+  const int64_t level = top.level;
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
-  const int64_t level = current_grad_level(op.operator_name().name.c_str());
   const bool tracked = any_input_requires_grad(stack, first, nargs, level);
   op.redispatch_boxed(keys & kBelowAutograd, stack);
   if (!tracked) return;
@@ -232,19 +249,16 @@ STRATA_LIBRARY_IMPL(_, AutogradCUDA, m) {
 
 }  // namespace
 
-int64_t current_grad_level(const char* op) {
-  STRATA_CHECK(!layer_stack_empty(), op,
-               "got a tensor of a grad transform that has already returned; return the "
-               "tensor from the function being transformed instead of keeping it");
-  const DynamicLayer& top = top_layer(op);
-  STRATA_CHECK(top.interpreter->kind() == TransformKind::Grad, op,
-               "internal: Autograd kernel reached with ", describe_layer_stack(), " on top");
-  return top.level;
-}
-
 KernelFunction derivative(Derivative d) {
-  return KernelFunction::from_boxed_functor([d](const OperatorHandle& op, DispatchKeySet keys,
-                                                Stack& stack) { record(op, d, keys, stack); });
+  return KernelFunction::from_boxed_functor(
+      [d](const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+        const DynamicLayer& top = current_autodiff_layer(op.operator_name().name.c_str());
+        if (top.interpreter->kind() == TransformKind::Jvp) {
+          forward::forward_call(op, d, top.level, keys, stack);
+        } else {
+          record(op, d, top.level, keys, stack);
+        }
+      });
 }
 
 KernelFunction non_differentiable() {

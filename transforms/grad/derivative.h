@@ -6,6 +6,10 @@
 #include "dispatcher/ivalue.h"
 #include "dispatcher/kernel_function.h"
 
+namespace strata {
+class OperatorHandle;
+}
+
 // Note [Derivative formulas]
 // An operator's reverse-mode derivative is a formula registered at the Autograd
 // key next to the op's schema and kernels:
@@ -22,6 +26,19 @@
 // backward pass is itself differentiable by an outer grad level. A gradient whose
 // shape is a broadcast of its input's is summed back to the input's shape, and
 // cast to the input's dtype, after the formula returns.
+//
+// The same struct holds the forward-mode formula (Note [Forward formulas]):
+//
+//   .forward = [](autograd::ForwardContext& c) {
+//     c.set_tangent(0, c.tangent(0) * c.input(0).cos()); }
+//
+// It runs when the op is called at a jvp level with a tangent on some input. It
+// sees the op's arguments and outputs as the level below sees them and each
+// tensor argument's tangent (undefined: zero), and sets the tangent of each
+// floating-point output. It too computes with ordinary ops, with the jvp layer
+// taken off the stack, so outer levels (grad, vmap, jvp) see and transform it.
+// A tangent that broadcasts to its output's shape is expanded to it, and cast
+// to the output's dtype, after the formula returns.
 
 namespace strata::autograd {
 
@@ -68,10 +85,58 @@ class BackwardContext {
   Grads& grads_in_;
 };
 
+class ForwardContext {
+ public:
+  ForwardContext(const OperatorHandle& op, const Stack& primals, const Stack& tangents,
+                 const std::vector<Tensor>& outputs, std::vector<Tensor>& output_tangents)
+      : op_(op),
+        primals_(primals),
+        tangents_(tangents),
+        outputs_(outputs),
+        output_tangents_(output_tangents) {}
+
+  const OperatorHandle& op() const { return op_; }
+  // Argument `arg` as the level below sees it (an in-place op's self as it was
+  // before the op wrote it).
+  const IValue& arg(size_t arg) const { return primals_[arg]; }
+  const Tensor& input(size_t arg) const { return primals_[arg].to_tensor(); }
+  const std::vector<Tensor>& input_list(size_t arg) const { return primals_[arg].to_tensor_list(); }
+  int64_t int_arg(size_t arg) const { return this->arg(arg).to_int(); }
+  double double_arg(size_t arg) const { return this->arg(arg).to_double(); }
+  bool bool_arg(size_t arg) const { return this->arg(arg).to_bool(); }
+  Scalar scalar_arg(size_t arg) const { return this->arg(arg).to_scalar(); }
+  const std::vector<int64_t>& int_list_arg(size_t arg) const {
+    return this->arg(arg).to_int_list();
+  }
+
+  // The tangent of tensor argument `arg`; undefined when it has none (zero).
+  const Tensor& tangent(size_t arg) const;
+  bool has_tangent(size_t arg) const { return tangent(arg).defined(); }
+  // The tangent, or zeros shaped like the argument.
+  Tensor tangent_or_zeros(size_t arg) const;
+  // Per element of a tensor-list argument: its tangent or undefined.
+  const std::vector<Tensor>& list_tangents(size_t arg) const;
+  // Whether any element of a tensor-list argument has a tangent.
+  bool list_has_tangent(size_t arg) const;
+
+  const Tensor& output(size_t i = 0) const { return outputs_[i]; }
+  size_t num_outputs() const { return outputs_.size(); }
+  void set_tangent(size_t output, Tensor tangent);
+
+ private:
+  const OperatorHandle& op_;
+  const Stack& primals_;
+  const Stack& tangents_;  // per argument: a tangent, a list of them, or none
+  const std::vector<Tensor>& outputs_;
+  std::vector<Tensor>& output_tangents_;
+};
+
 using BackwardFormula = void (*)(BackwardContext&);
+using ForwardFormula = void (*)(ForwardContext&);
 
 struct Derivative {
   BackwardFormula backward = nullptr;
+  ForwardFormula forward = nullptr;
   uint32_t saved_inputs = 0;   // bit i: the formula reads tensor argument i
   uint32_t saved_outputs = 0;  // bit i: the formula reads output i
 };
@@ -81,6 +146,12 @@ template <class... I>
 constexpr uint32_t args(I... positions) {
   return ((uint32_t{1} << positions) | ... | 0u);
 }
+
+// Forward formulas shared by many ops.
+// An op linear in its floating-point tensor arguments (views, reshapes, sums,
+// joins, gathers): the tangent is the op applied to the tangents (zeros for
+// arguments without one), the other arguments as they are.
+void linear_forward(ForwardContext& c);
 
 // The Autograd kernel of an op with this derivative.
 KernelFunction derivative(Derivative d);

@@ -18,8 +18,4 @@ class GradInterpreter final : public Interpreter {
   bool default_send_to_next() const override { return false; }
 };
 
-// The level of the grad layer on top of the stack (the one whose Autograd
-// kernels are running); throws naming `op` if the top layer is not a grad layer.
-int64_t current_grad_level(const char* op);
-
 }  // namespace strata::autograd

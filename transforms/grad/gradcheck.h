@@ -37,8 +37,19 @@ struct GradcheckResult {
 GradcheckResult gradcheck(const TensorListFunction& f, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
 
+// Forward mode against central finite differences, in Float64: the Jacobian-vector
+// products jvp computes (columns of J, or random directions for large J) must
+// match the numerical ones.
+GradcheckResult jvpcheck(const TensorListFunction& f, const std::vector<Tensor>& inputs,
+                         const GradcheckOptions& options = {});
+
 // Second order: gradcheck of x, u -> J(x)^T u, i.e. of the backward pass itself.
 GradcheckResult gradgradcheck(const TensorListFunction& f, const std::vector<Tensor>& inputs,
                               const GradcheckOptions& options = {});
+
+// Forward over reverse: jvpcheck of x, u -> J(x)^T u, i.e. the forward formulas
+// of the ops the backward pass calls (what hessian = jacfwd(jacrev) runs).
+GradcheckResult jvpgradcheck(const TensorListFunction& f, const std::vector<Tensor>& inputs,
+                             const GradcheckOptions& options = {});
 
 }  // namespace strata::testing

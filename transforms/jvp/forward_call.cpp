@@ -1,0 +1,226 @@
+#include "transforms/jvp/forward_call.h"
+
+#include <vector>
+
+#include "dispatcher/dispatcher.h"
+#include "ops/creation.h"
+#include "tensor/error.h"
+#include "transforms/grad/derivative.h"
+#include "transforms/layer_stack.h"
+#include "transforms/tensor_wrapper.h"
+
+// Note [Forward formulas]
+// A jvp level's tensors are TensorWrappers whose AutogradMeta holds a tangent.
+// An op called with a tangent at the level runs on the primals below the level
+// (the back fallback unwraps and wraps as for grad); then its forward formula
+// computes the outputs' tangents from the primals, the outputs and the input
+// tangents, with the jvp layer off the stack: tangents and primals are values
+// of the level below, and an outer level transforms the formula like any code.
+// Tangents of different levels never mix because each level keeps its own in
+// its own wrappers. An in-place op replaces its target's tangent; its formula
+// sees the target's value from before the write.
+
+namespace strata::forward {
+namespace {
+
+constexpr DispatchKeySet kBelowAutograd = DispatchKeySet::below(DispatchKey::AutogradCPU);
+
+const Tensor& tangent_at(const Tensor& t, int64_t level) {
+  static const Tensor kNone;
+  const TensorWrapper* w = wrapper_at_level(t, level);
+  return w != nullptr ? w->autograd().tangent : kNone;
+}
+
+bool any_tangent(const Stack& stack, size_t first, size_t nargs, int64_t level) {
+  for (size_t i = first; i < first + nargs; ++i) {
+    const IValue& arg = stack[i];
+    if (arg.is_tensor() && tangent_at(arg.to_tensor(), level).defined()) return true;
+    if (arg.is_tensor_list()) {
+      for (const Tensor& t : arg.to_tensor_list()) {
+        if (tangent_at(t, level).defined()) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// An in-place op with tangents among its inputs may only write into a tensor of
+// this level that is not a view: jvp gives a tangent only to tensors it owns,
+// and does not rewrite a view's base.
+void check_inplace_target(const OperatorHandle& op, const Tensor& self, int64_t level) {
+  const TensorWrapper* here = wrapper_at_level(self, level);
+  const char* name = op.operator_name().name.c_str();
+  STRATA_CHECK(here != nullptr, name, "in-place operation on a tensor of shape ",
+               shape_string(self.sizes()), " captured from outside jvp level ", level,
+               ", with a tangent among its inputs; jvp cannot give a tangent to a tensor it does "
+               "not own. Clone the tensor inside the function first");
+  STRATA_CHECK(!here->autograd().is_view, name, "in-place operation on a view of shape ",
+               shape_string(self.sizes()), " at jvp level ", level,
+               " with a tangent among its inputs: jvp does not rewrite a view's base; apply the "
+               "op out of place");
+}
+
+bool is_view_op(const OperatorHandle& op) {
+  const auto& returns = op.schema().returns();
+  return !returns.empty() && returns[0].alias && !returns[0].alias->is_write;
+}
+
+// The arguments as the level below sees them, and their tangents. An in-place
+// op's target, and anything sharing its memory, is kept as a copy taken before
+// the op writes it.
+void unwrap_arguments(const Stack& stack, size_t first, size_t nargs, int64_t level,
+                      const StorageImpl* overwritten, Stack& primals, Stack& tangents) {
+  primals.reserve(nargs);
+  tangents.reserve(nargs);
+  for (size_t i = first; i < first + nargs; ++i) {
+    const IValue& a = stack[i];
+    if (a.is_tensor()) {
+      Tensor value = unwrap_at_level(a.to_tensor(), level);
+      if (overwritten != nullptr && value.defined() &&
+          value.impl()->underlying_storage() == overwritten) {
+        const BelowTopLayer below;
+        value = value.clone();
+      }
+      primals.emplace_back(std::move(value));
+      tangents.emplace_back(tangent_at(a.to_tensor(), level));
+    } else if (a.is_tensor_list()) {
+      std::vector<Tensor> values, list_tangents;
+      for (const Tensor& t : a.to_tensor_list()) {
+        values.push_back(unwrap_at_level(t, level));
+        list_tangents.push_back(tangent_at(t, level));
+      }
+      primals.emplace_back(std::move(values));
+      tangents.emplace_back(std::move(list_tangents));
+    } else {
+      primals.push_back(a);
+      tangents.emplace_back();
+    }
+  }
+}
+
+}  // namespace
+
+void forward_call(const OperatorHandle& op, const autograd::Derivative& derivative, int64_t level,
+                  DispatchKeySet keys, Stack& stack) {
+  const size_t nargs = op.schema().arguments().size();
+  const size_t first = stack.size() - nargs;
+  if (!any_tangent(stack, first, nargs, level)) {
+    op.redispatch_boxed(keys & kBelowAutograd, stack);
+    return;
+  }
+  STRATA_CHECK(derivative.forward != nullptr, op.operator_name().to_string().c_str(),
+               "has no forward-mode formula, and an input has a tangent at jvp level ", level, " (",
+               describe_layer_stack(), "); register one as .forward in its Derivative");
+  const std::optional<size_t> written = op.entry().returned_argument_index();
+  const StorageImpl* overwritten = nullptr;
+  if (written) {
+    const Tensor& self = stack[first + *written].to_tensor();
+    check_inplace_target(op, self, level);
+    overwritten = self.impl()->underlying_storage();
+  }
+  Stack primals, tangents;
+  unwrap_arguments(stack, first, nargs, level, overwritten, primals, tangents);
+  op.redispatch_boxed(keys & kBelowAutograd, stack);
+
+  std::vector<Tensor> outputs;
+  std::vector<TensorWrapper*> wrappers;
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor()) continue;
+    const Tensor& out = stack[i].to_tensor();
+    wrappers.push_back(wrapper_at_level(out, level));
+    outputs.push_back(unwrap_at_level(out, level));
+  }
+  std::vector<Tensor> output_tangents(outputs.size());
+  {
+    const BelowTopLayer below;
+    autograd::ForwardContext context(op, primals, tangents, outputs, output_tangents);
+    derivative.forward(context);
+  }
+  const bool view = is_view_op(op);
+  for (size_t i = 0; i < wrappers.size(); ++i) {
+    TensorWrapper* w = wrappers[i];
+    if (w == nullptr || !is_floating_point(w->dtype())) continue;
+    w->autograd().tangent = std::move(output_tangents[i]);
+    w->autograd().is_view = w->autograd().is_view || view;
+  }
+}
+
+void no_formula_call(const OperatorHandle& op, int64_t level, DispatchKeySet keys, Stack& stack) {
+  const size_t nargs = op.schema().arguments().size();
+  const size_t first = stack.size() - nargs;
+  const bool tangents = any_tangent(stack, first, nargs, level);
+  op.redispatch_boxed(keys & kBelowAutograd, stack);
+  if (!tangents) return;
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor()) continue;
+    STRATA_CHECK(!is_floating_point(stack[i].to_tensor().dtype()),
+                 op.operator_name().to_string().c_str(),
+                 "has no derivative formula, and an input has a tangent at jvp level ", level, " (",
+                 describe_layer_stack(), "); register one at the Autograd key");
+  }
+}
+
+}  // namespace strata::forward
+
+namespace strata::autograd {
+
+const Tensor& ForwardContext::tangent(size_t arg) const {
+  static const Tensor kNone;
+  const IValue& t = tangents_[arg];
+  return t.is_tensor() ? t.to_tensor() : kNone;
+}
+
+Tensor ForwardContext::tangent_or_zeros(size_t arg) const {
+  const Tensor& t = tangent(arg);
+  return t.defined() ? t : zeros_like(input(arg));
+}
+
+const std::vector<Tensor>& ForwardContext::list_tangents(size_t arg) const {
+  return tangents_[arg].to_tensor_list();
+}
+
+bool ForwardContext::list_has_tangent(size_t arg) const {
+  for (const Tensor& t : list_tangents(arg)) {
+    if (t.defined()) return true;
+  }
+  return false;
+}
+
+void ForwardContext::set_tangent(size_t output, Tensor tangent) {
+  const Tensor& out = outputs_.at(output);
+  if (tangent.defined()) {
+    if (tangent.sizes() != out.sizes()) tangent = tangent.expand(out.sizes());
+    if (tangent.dtype() != out.dtype()) tangent = tangent.to(out.dtype());
+  }
+  output_tangents_[output] = std::move(tangent);
+}
+
+void linear_forward(ForwardContext& c) {
+  const OperatorHandle& op = c.op();
+  STRATA_CHECK(!op.entry().returned_argument_index(), op.operator_name().to_string().c_str(),
+               "internal: linear_forward is for out-of-place ops");
+  Stack stack;
+  const size_t nargs = op.schema().arguments().size();
+  stack.reserve(nargs);
+  for (size_t i = 0; i < nargs; ++i) {
+    const IValue& a = c.arg(i);
+    if (a.is_tensor() && a.to_tensor().defined() && is_floating_point(a.to_tensor().dtype())) {
+      stack.emplace_back(c.tangent_or_zeros(i));
+    } else if (a.is_tensor_list()) {
+      std::vector<Tensor> list = a.to_tensor_list();
+      for (size_t e = 0; e < list.size(); ++e) {
+        const Tensor& t = c.list_tangents(i)[e];
+        if (is_floating_point(list[e].dtype())) list[e] = t.defined() ? t : zeros_like(list[e]);
+      }
+      stack.emplace_back(std::move(list));
+    } else {
+      stack.push_back(a);
+    }
+  }
+  op.call_boxed(stack);
+  for (size_t i = 0, out = 0; i < stack.size(); ++i) {
+    if (stack[i].is_tensor()) c.set_tangent(out++, std::move(stack[i].to_tensor()));
+  }
+}
+
+}  // namespace strata::autograd

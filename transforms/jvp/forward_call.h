@@ -1,0 +1,27 @@
+#pragma once
+
+#include <cstdint>
+
+#include "dispatcher/ivalue.h"
+#include "tensor/dispatch_key.h"
+
+namespace strata {
+class OperatorHandle;
+namespace autograd {
+struct Derivative;
+}
+}  // namespace strata
+
+namespace strata::forward {
+
+// The Autograd kernel of an op with a Derivative, at jvp level `level`: runs the
+// op on the primals and, when an argument has a tangent at this level, its
+// forward formula for the outputs' tangents.
+void forward_call(const OperatorHandle& op, const autograd::Derivative& derivative, int64_t level,
+                  DispatchKeySet keys, Stack& stack);
+
+// An op without a forward formula (or with none registered) may run at a jvp
+// level as long as no tangent reaches a floating-point output.
+void no_formula_call(const OperatorHandle& op, int64_t level, DispatchKeySet keys, Stack& stack);
+
+}  // namespace strata::forward
