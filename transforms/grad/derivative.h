@@ -44,15 +44,12 @@ namespace strata::autograd {
 
 class FormulaNode;
 
-class BackwardContext {
+// The arguments of the call a formula differentiates, as both modes read them.
+class FormulaArguments {
  public:
-  // Gradient of output i; zeros if nothing flowed into it.
-  const Tensor& grad(size_t output = 0) const;
-  // A tensor argument listed in saved_inputs (unwrapped to the level below).
-  const Tensor& input(size_t arg) const;
-  const std::vector<Tensor>& input_list(size_t arg) const;
-  // Any argument as passed (tensor arguments only if saved).
-  const IValue& arg(size_t arg) const;
+  explicit FormulaArguments(const Stack& args) : args_(args) {}
+  // Any argument as passed (in reverse mode, tensor arguments only if saved).
+  const IValue& arg(size_t arg) const { return args_[arg]; }
   int64_t int_arg(size_t arg) const { return this->arg(arg).to_int(); }
   double double_arg(size_t arg) const { return this->arg(arg).to_double(); }
   bool bool_arg(size_t arg) const { return this->arg(arg).to_bool(); }
@@ -60,6 +57,18 @@ class BackwardContext {
   const std::vector<int64_t>& int_list_arg(size_t arg) const {
     return this->arg(arg).to_int_list();
   }
+
+ private:
+  const Stack& args_;
+};
+
+class BackwardContext : public FormulaArguments {
+ public:
+  // Gradient of output i; zeros if nothing flowed into it.
+  const Tensor& grad(size_t output = 0) const;
+  // A tensor argument listed in saved_inputs (unwrapped to the level below).
+  const Tensor& input(size_t arg) const;
+  const std::vector<Tensor>& input_list(size_t arg) const;
   // An output listed in saved_outputs.
   const Tensor& output(size_t i = 0) const;
   // Shape and dtype of a tensor argument (element `element` of a tensor list), saved or not.
@@ -76,8 +85,7 @@ class BackwardContext {
  private:
   friend class FormulaNode;
   using Grads = std::vector<Tensor, CachedAllocator<Tensor>>;
-  BackwardContext(FormulaNode& node, Grads& grads_out, Grads& grads_in)
-      : node_(node), grads_out_(grads_out), grads_in_(grads_in) {}
+  BackwardContext(FormulaNode& node, Grads& grads_out, Grads& grads_in);
   size_t slot(size_t arg, size_t element) const;
 
   FormulaNode& node_;
@@ -85,29 +93,22 @@ class BackwardContext {
   Grads& grads_in_;
 };
 
-class ForwardContext {
+class ForwardContext : public FormulaArguments {
  public:
   ForwardContext(const OperatorHandle& op, const Stack& primals, const Stack& tangents,
                  const std::vector<Tensor>& outputs, std::vector<Tensor>& output_tangents)
-      : op_(op),
+      : FormulaArguments(primals),
+        op_(op),
         primals_(primals),
         tangents_(tangents),
         outputs_(outputs),
         output_tangents_(output_tangents) {}
 
   const OperatorHandle& op() const { return op_; }
-  // Argument `arg` as the level below sees it (an in-place op's self as it was
-  // before the op wrote it).
-  const IValue& arg(size_t arg) const { return primals_[arg]; }
+  // Tensor argument `arg` as the level below sees it (an in-place op's self as
+  // it was before the op wrote it).
   const Tensor& input(size_t arg) const { return primals_[arg].to_tensor(); }
   const std::vector<Tensor>& input_list(size_t arg) const { return primals_[arg].to_tensor_list(); }
-  int64_t int_arg(size_t arg) const { return this->arg(arg).to_int(); }
-  double double_arg(size_t arg) const { return this->arg(arg).to_double(); }
-  bool bool_arg(size_t arg) const { return this->arg(arg).to_bool(); }
-  Scalar scalar_arg(size_t arg) const { return this->arg(arg).to_scalar(); }
-  const std::vector<int64_t>& int_list_arg(size_t arg) const {
-    return this->arg(arg).to_int_list();
-  }
 
   // The tangent of tensor argument `arg`; undefined when it has none (zero).
   const Tensor& tangent(size_t arg) const;

@@ -9,6 +9,9 @@ namespace strata::autograd {
 
 // ---- BackwardContext ----------------------------------------------------------
 
+BackwardContext::BackwardContext(FormulaNode& node, Grads& grads_out, Grads& grads_in)
+    : FormulaArguments(node.args_), node_(node), grads_out_(grads_out), grads_in_(grads_in) {}
+
 size_t BackwardContext::slot(size_t arg, size_t element) const {
   STRATA_CHECK(arg < node_.first_slot_.size() && node_.first_slot_[arg] != FormulaNode::kNoSlot,
                node_.name().c_str(), "derivative formula asked for argument ", arg,
@@ -29,8 +32,6 @@ const std::vector<Tensor>& BackwardContext::input_list(size_t arg) const {
                "derivative formula read argument ", arg, " without listing it in saved_inputs");
   return node_.args_.at(arg).to_tensor_list();
 }
-
-const IValue& BackwardContext::arg(size_t arg) const { return node_.args_.at(arg); }
 
 const Tensor& BackwardContext::output(size_t i) const {
   STRATA_CHECK(node_.derivative_.saved_outputs >> i & 1u, node_.name().c_str(),
