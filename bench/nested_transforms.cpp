@@ -3,14 +3,15 @@
 // PyTorch 1.13's functorch on the same functions; both side by side, as a table and a
 // plot: bench/run_nested_comparison.sh). Float32; the last argument T is the number of
 // threads.
-//   HessianClosedForm/N/T  the Hessian of f(x) = sum(sin(x) x^2) + log1p(sum(x^2)), x in
-//                          R^N, in closed form (the floor)
+//   Hessian/N/T            st::hessian of f(x) = sum(sin(x) x^2) + log1p(sum(x^2)), x in R^N
+//   HessianClosedForm/N/T  its analytic Hessian (the floor)
 //   GradCubed/T            grad(grad(grad(f))) of f(x) = sin(x) x^2 at the 0-dim x = 0.7
 //   ScalarFunction/T       that f alone
 //   VmapVmap/T             vmap(vmap(g)) of g(a) = sin(a) a + a a over a 64 x 64 input
 //   VmapRows/T, EagerG/T   vmap(g) over its rows; g on the whole input
-//   JacobianAnalytic/T     the Jacobian of y = tanh(W2 tanh(W1 x + b1) + b2), 64 -> 64 -> 64,
-//                          as diag(1 - y^2) W2 diag(1 - h^2) W1 (the floor)
+//   Jacrev/T, Jacfwd/T     the Jacobian of y = tanh(W2 tanh(W1 x + b1) + b2), 64 -> 64 -> 64
+//   VmapJacrev/T           vmap(jacrev) of it over 32 inputs
+//   JacobianAnalytic/T     diag(1 - y^2) W2 diag(1 - h^2) W1 (the floor)
 //   DepthEager, DepthVmap/L, DepthGrad/L
 //                          one 10-op function of a 0-dim sample, eagerly and under L
 //                          nested vmaps (batch 2 each) or L nested grads; 1 thread
@@ -58,12 +59,22 @@ void time_calls(benchmark::State& state, F&& call) {
 
 // --- the Hessian ---
 
+st::Tensor f_hess(const st::Tensor& x) { return (x.sin() * x * x).sum() + (x * x).sum().log1p(); }
+
 // diag(2 sin x + 4 x cos x - x^2 sin x) from the first term; with s = |x|^2,
 // 2 I / (1 + s) - 4 x x^T / (1 + s)^2 from the second.
 st::Tensor hessian_closed_form(const st::Tensor& x) {
   const st::Tensor s1 = (x * x).sum() + 1.0;
   const st::Tensor d = 2.0 * x.sin() + 4.0 * x * x.cos() - x * x * x.sin() + 2.0 / s1;
   return st::eye(x.sizes()[0], std::nullopt, st::kFloat32) * d - 4.0 * x.outer(x) / (s1 * s1);
+}
+
+void Hessian(benchmark::State& state) {
+  const Threads threads(state.range(1));
+  const st::Tensor x = det({state.range(0)}, 0.37);
+  auto hessian = st::hessian(f_hess);
+  if (!verified(state, "hessian", hessian(x), hessian_closed_form(x))) return;
+  time_calls(state, [&] { return hessian(x); });
 }
 
 void HessianClosedForm(benchmark::State& state) {
@@ -123,6 +134,35 @@ struct TanhMlp {
   }
 };
 
+template <class MakeJacobian>
+void run_jacobian(benchmark::State& state, const std::string& what, MakeJacobian make) {
+  const Threads threads(state.range(0));
+  const TanhMlp mlp;
+  const st::Tensor x = det({64}, 0.37);
+  auto jacobian = make([&mlp](const st::Tensor& t) { return mlp(t); });
+  if (!verified(state, what, jacobian(x), mlp.analytic_jacobian(x))) return;
+  time_calls(state, [&] { return jacobian(x); });
+}
+
+void Jacrev(benchmark::State& state) {
+  run_jacobian(state, "jacrev", [](auto f) { return st::jacrev(f); });
+}
+void Jacfwd(benchmark::State& state) {
+  run_jacobian(state, "jacfwd", [](auto f) { return st::jacfwd(f); });
+}
+
+void VmapJacrev(benchmark::State& state) {
+  const Threads threads(state.range(0));
+  const TanhMlp mlp;
+  const st::Tensor xs = det({32, 64}, 0.37);
+  auto jacobians = st::vmap(st::jacrev([&mlp](const st::Tensor& t) { return mlp(t); }));
+  std::vector<st::Tensor> each;
+  for (int64_t i = 0; i < xs.sizes()[0]; ++i)
+    each.push_back(mlp.analytic_jacobian(xs.select(0, i)));
+  if (!verified(state, "vmap(jacrev)", jacobians(xs), st::stack(each, 0))) return;
+  time_calls(state, [&] { return jacobians(xs); });
+}
+
 void JacobianAnalytic(benchmark::State& state) {
   const Threads threads(state.range(0));
   const TanhMlp mlp;
@@ -181,12 +221,16 @@ void DepthGrad(benchmark::State& state) {
 }
 
 constexpr auto kUs = benchmark::kMicrosecond;
+BENCHMARK(Hessian)->ArgsProduct({{32, 256}, {1, 2}})->Unit(kUs);
 BENCHMARK(HessianClosedForm)->ArgsProduct({{32, 256}, {1, 2}})->Unit(kUs);
 BENCHMARK(GradCubed)->DenseRange(1, 2)->Unit(kUs);
 BENCHMARK(ScalarFunction)->DenseRange(1, 2)->Unit(kUs);
 BENCHMARK(VmapVmap)->DenseRange(1, 2)->Unit(kUs);
 BENCHMARK(VmapRows)->DenseRange(1, 2)->Unit(kUs);
 BENCHMARK(EagerG)->DenseRange(1, 2)->Unit(kUs);
+BENCHMARK(Jacrev)->DenseRange(1, 2)->Unit(kUs);
+BENCHMARK(Jacfwd)->DenseRange(1, 2)->Unit(kUs);
+BENCHMARK(VmapJacrev)->DenseRange(1, 2)->Unit(kUs);
 BENCHMARK(JacobianAnalytic)->DenseRange(1, 2)->Unit(kUs);
 BENCHMARK(DepthEager)->Unit(kUs);
 BENCHMARK(DepthVmap)->DenseRange(1, 4)->Unit(kUs);
