@@ -13,6 +13,7 @@
 #include "tensor/tensor.h"
 #include "transforms/grad/grad.h"
 #include "transforms/grad/gradcheck.h"
+#include "transforms/jacobian.h"
 #include "transforms/jvp/jvp.h"
 #include "transforms/jvp/linearize.h"
 #include "transforms/vmap/batching.h"
