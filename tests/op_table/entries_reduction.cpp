@@ -285,10 +285,11 @@ OpInfo extremum_dim_entry(std::string name) {
 // A group that attains its max or min more than once (an expanded input reduced
 // along its stride-0 dim) is a kink of max and min, and a constant group one of
 // std: there the op has no derivative. Finite differences see 1/2 for each tied
-// element, where any gradient adds up to 1 (ours splits it evenly), and the
-// gradient jumps next to the kink. Finite differences move values by a few
-// eps = 1e-6 (along random directions), so a value within kNearTie of the
-// extremum is as good as a tie (large groups have such near ties).
+// element, where any gradient adds up to 1 (ours splits it evenly, max.dim
+// gives it to the index; the tangent agrees), and the gradient jumps next to
+// the kink. Finite differences move values by a few eps = 1e-6 (along random
+// directions), so a value within kNearTie of the extremum is as good as a tie
+// (large groups have such near ties).
 using KinkTest = std::function<bool(const Group&)>;
 constexpr double kNearTie = 1e-5;
 
@@ -308,7 +309,8 @@ bool constant_group(const Group& v) {
 }
 
 // Splits the samples at a kink off into an entry "<name>(ties)" of their own,
-// still checked forward, whose gradient checks must fail.
+// still checked forward, whose derivative checks (reverse and forward mode,
+// first and second order) must fail.
 std::vector<OpInfo> split_at_kinks(OpInfo info, DimArgs kind, KinkTest at_kink) {
   auto at_a_kink = [kind, at_kink](const Sample& s) {
     const Tensor kinks = reference_reduce(s.inputs[0], kind, s.args, kFloat64,
@@ -328,7 +330,7 @@ std::vector<OpInfo> split_at_kinks(OpInfo info, DimArgs kind, KinkTest at_kink) 
   OpInfo ties = info;
   ties.name += "(ties)";
   ties.samples = samples_where(true);
-  for (Check check : {Check::Grad, Check::GradGrad}) {
+  for (Check check : {Check::Grad, Check::GradGrad, Check::Jvp, Check::JvpGrad}) {
     ties.expected_failures.push_back(
         {check, std::nullopt,
          "every sample is at a kink (tied values), where no derivative exists"});
