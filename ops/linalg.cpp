@@ -208,6 +208,7 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
 
 Tensor scaled(const Tensor& t, const Scalar& factor) {
   return factor.to_double() == 1.0 ? t : t * factor;
@@ -244,11 +245,49 @@ void dot_backward(BackwardContext& c) {
   if (c.needs_grad(1)) c.set_grad(1, c.grad() * c.input(0));
 }
 
+// The same d(A B) = dA B + A dB forward: one product per operand with a tangent
+// (an operand without one contributes nothing), so under jacfwd's vmap each term
+// is the batched product of a batched tangent and an unbatched primal, one GEMM.
+template <Tensor (*kProduct)(const Tensor&, const Tensor&)>
+Tensor product_tangent(const ForwardContext& c, size_t a_arg, size_t b_arg) {
+  const Tensor& ta = c.tangent(a_arg);
+  const Tensor& tb = c.tangent(b_arg);
+  Tensor from_a = ta.defined() ? kProduct(ta, c.input(b_arg)) : Tensor();
+  if (!tb.defined()) return from_a;
+  Tensor from_b = kProduct(c.input(a_arg), tb);
+  return from_a.defined() ? from_a + from_b : from_b;
+}
+
+template <Tensor (*kProduct)(const Tensor&, const Tensor&)>
+void product_forward(ForwardContext& c) {
+  c.set_tangent(0, product_tangent<kProduct>(c, 0, 1));
+}
+
+void addmm_forward(ForwardContext& c) {
+  const Scalar beta = c.scalar_arg(3);
+  Tensor tangent = product_tangent<&mm>(c, 1, 2);
+  if (tangent.defined()) tangent = scaled(tangent, c.scalar_arg(4));
+  // beta == 0 ignores self, so its tangent does not reach the output.
+  if (c.has_tangent(0) && beta.to_double() != 0.0) {
+    const Tensor from_self = scaled(c.tangent(0), beta);
+    tangent = tangent.defined() ? tangent + from_self : from_self;
+  }
+  c.set_tangent(0, tangent);
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("mm", derivative({.backward = &mm_backward, .saved_inputs = args(0, 1)}));
-  m.impl("bmm", derivative({.backward = &bmm_backward, .saved_inputs = args(0, 1)}));
-  m.impl("addmm", derivative({.backward = &addmm_backward, .saved_inputs = args(1, 2)}));
-  m.impl("dot", derivative({.backward = &dot_backward, .saved_inputs = args(0, 1)}));
+  m.impl("mm", derivative({.backward = &mm_backward,
+                           .forward = &product_forward<&mm>,
+                           .saved_inputs = args(0, 1)}));
+  m.impl("bmm", derivative({.backward = &bmm_backward,
+                            .forward = &product_forward<&bmm>,
+                            .saved_inputs = args(0, 1)}));
+  m.impl("addmm",
+         derivative(
+             {.backward = &addmm_backward, .forward = &addmm_forward, .saved_inputs = args(1, 2)}));
+  m.impl("dot", derivative({.backward = &dot_backward,
+                            .forward = &product_forward<&dot>,
+                            .saved_inputs = args(0, 1)}));
 }
 
 STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
