@@ -233,6 +233,7 @@ STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("einsum", &ei
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
 
 // The gradient of operand t with letters L: the output is linear in it, so its
 // gradient is the einsum of the output's gradient with the other operands, over the
@@ -282,8 +283,26 @@ void einsum_loop_backward(BackwardContext& c) {
   }
 }
 
+// The output is linear in each operand: its tangent is one term per operand with a
+// tangent, the same equation with that operand replaced by its tangent.
+void einsum_loop_forward(ForwardContext& c) {
+  const std::string_view equation = c.arg(0).to_string_ref();
+  const std::vector<Tensor>& tangents = c.list_tangents(1);
+  Tensor tangent;
+  for (size_t t = 0; t < tangents.size(); ++t) {
+    if (!tangents[t].defined()) continue;
+    std::vector<Tensor> operands = c.input_list(1);
+    operands[t] = tangents[t];
+    Tensor term = einsum_loop(equation, operands);
+    tangent = tangent.defined() ? tangent + term : std::move(term);
+  }
+  c.set_tangent(0, std::move(tangent));
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("_einsum_loop", derivative({.backward = &einsum_loop_backward, .saved_inputs = args(1)}));
+  m.impl("_einsum_loop", derivative({.backward = &einsum_loop_backward,
+                                     .forward = &einsum_loop_forward,
+                                     .saved_inputs = args(1)}));
 }
 
 // ---- batching rules (Note [Batching rules]): the batch is one more letter of the
