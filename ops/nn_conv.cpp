@@ -1,5 +1,7 @@
 // 2-D convolution: conv2d and the two ops of its backward, conv2d_backward_input and
 // conv2d_backward_weight (kernels in kernels/cpu/conv.cpp).
+#include <utility>
+
 #include "dispatcher/library.h"
 #include "kernels/cpu/conv.h"
 #include "ops/nn_common.h"
@@ -138,13 +140,14 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
 
 struct ConvParams {
   IntArrayRef stride, padding, dilation;
   int64_t groups;
 };
 
-ConvParams conv_params(const BackwardContext& c) {
+ConvParams conv_params(const autograd::FormulaArguments& c) {
   return {c.int_list_arg(3), c.int_list_arg(4), c.int_list_arg(5), c.int_arg(6)};
 }
 
@@ -188,12 +191,61 @@ void conv2d_backward_weight_backward(BackwardContext& c) {
   }
 }
 
+// Forward formulas: a bilinear op's tangent is op(t_a, b) + op(a, t_b), one
+// convolution per operand with a tangent (one without contributes nothing).
+template <class Op>
+Tensor bilinear_tangent(const ForwardContext& c, size_t a_arg, size_t b_arg, const Op& op) {
+  const Tensor& ta = c.tangent(a_arg);
+  const Tensor& tb = c.tangent(b_arg);
+  Tensor from_a = ta.defined() ? op(ta, c.input(b_arg)) : Tensor();
+  if (!tb.defined()) return from_a;
+  Tensor from_b = op(c.input(a_arg), tb);
+  return from_a.defined() ? from_a + from_b : from_b;
+}
+
+// The bias's tangent is added by the kernel of the first convolution term; with
+// neither input nor weight tangents it is the tangent alone, broadcast.
+void conv2d_forward(ForwardContext& c) {
+  const ConvParams p = conv_params(c);
+  std::optional<Tensor> bias;
+  if (c.has_tangent(2)) bias = c.tangent(2);
+  auto conv = [&](const Tensor& input, const Tensor& weight) {
+    return conv2d(input, weight, std::exchange(bias, std::nullopt), p.stride, p.padding, p.dilation,
+                  p.groups);
+  };
+  Tensor tangent = bilinear_tangent(c, 0, 1, conv);
+  if (bias) tangent = bias->view({1, bias->size(0), 1, 1});
+  c.set_tangent(0, std::move(tangent));
+}
+
+void conv2d_backward_input_forward(ForwardContext& c) {
+  const ConvParams p = conv_params(c);
+  const IntArrayRef input_sizes = c.int_list_arg(1);
+  c.set_tangent(0, bilinear_tangent(c, 0, 2, [&](const Tensor& grad, const Tensor& weight) {
+                  return conv2d_backward_input(grad, input_sizes, weight, p.stride, p.padding,
+                                               p.dilation, p.groups);
+                }));
+}
+
+void conv2d_backward_weight_forward(ForwardContext& c) {
+  const ConvParams p = conv_params(c);
+  const IntArrayRef weight_sizes = c.int_list_arg(2);
+  c.set_tangent(0, bilinear_tangent(c, 0, 1, [&](const Tensor& grad, const Tensor& input) {
+                  return conv2d_backward_weight(grad, input, weight_sizes, p.stride, p.padding,
+                                                p.dilation, p.groups);
+                }));
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("conv2d", derivative({.backward = &conv2d_backward, .saved_inputs = args(0, 1)}));
-  m.impl("conv2d_backward_input",
-         derivative({.backward = &conv2d_backward_input_backward, .saved_inputs = args(0, 2)}));
-  m.impl("conv2d_backward_weight",
-         derivative({.backward = &conv2d_backward_weight_backward, .saved_inputs = args(0, 1)}));
+  m.impl("conv2d", derivative({.backward = &conv2d_backward,
+                               .forward = &conv2d_forward,
+                               .saved_inputs = args(0, 1)}));
+  m.impl("conv2d_backward_input", derivative({.backward = &conv2d_backward_input_backward,
+                                              .forward = &conv2d_backward_input_forward,
+                                              .saved_inputs = args(0, 2)}));
+  m.impl("conv2d_backward_weight", derivative({.backward = &conv2d_backward_weight_backward,
+                                               .forward = &conv2d_backward_weight_forward,
+                                               .saved_inputs = args(0, 1)}));
 }
 
 // ---- batching rules (Note [Batching rules])
