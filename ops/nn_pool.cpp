@@ -156,25 +156,37 @@ STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
 
 // ---- derivatives (Note [Derivative formulas]); max_pool2d differentiates through
 // max_pool2d_with_indices. Both backward ops are linear in grad_output, and read
-// their input only for its shape.
+// their input only for its shape: their tangents are the op applied to
+// grad_output's tangent. avg_pool2d is linear.
 
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
+
+// For each output position, the pixel of `t` (shaped like the input) that its index
+// names: the max's selection, read from another tensor.
+Tensor at_indices(const Tensor& t, const Tensor& indices) {
+  const int64_t rank = indices.dim();
+  return t.flatten(rank - 2).gather(rank - 2, indices.flatten(rank - 2)).view(indices.sizes());
+}
 
 void max_pool2d_with_indices_backward(BackwardContext& c) {
   c.set_grad(0, max_pool2d_backward(c.grad(0), c.input(0), c.output(1)));
 }
 
+void max_pool2d_with_indices_forward(ForwardContext& c) {
+  c.set_tangent(0, at_indices(c.tangent(0), c.output(1)));
+}
+
 // max_pool2d_backward scatters each output gradient to the pixel its index names; the
 // adjoint reads, for each output position, that pixel: the forward selection.
 void max_pool2d_backward_backward(BackwardContext& c) {
-  if (!c.needs_grad(0)) return;
-  const Tensor& indices = c.input(2);
-  const int64_t rank = indices.dim();
-  c.set_grad(
-      0,
-      c.grad().flatten(rank - 2).gather(rank - 2, indices.flatten(rank - 2)).view(indices.sizes()));
+  if (c.needs_grad(0)) c.set_grad(0, at_indices(c.grad(), c.input(2)));
+}
+
+void max_pool2d_backward_forward(ForwardContext& c) {
+  if (c.has_tangent(0)) c.set_tangent(0, max_pool2d_backward(c.tangent(0), c.input(1), c.input(2)));
 }
 
 void avg_pool2d_backward_formula(BackwardContext& c) {
@@ -188,15 +200,25 @@ void avg_pool2d_backward_backward(BackwardContext& c) {
   c.set_grad(0, avg_pool2d(c.grad(), c.int_list_arg(2), c.int_list_arg(3), c.int_list_arg(4)));
 }
 
+void avg_pool2d_backward_forward(ForwardContext& c) {
+  if (!c.has_tangent(0)) return;
+  c.set_tangent(0, avg_pool2d_backward(c.tangent(0), c.input(1), c.int_list_arg(2),
+                                       c.int_list_arg(3), c.int_list_arg(4)));
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("max_pool2d_with_indices", derivative({.backward = &max_pool2d_with_indices_backward,
+                                                .forward = &max_pool2d_with_indices_forward,
                                                 .saved_inputs = args(0),
                                                 .saved_outputs = args(1)}));
-  m.impl("max_pool2d_backward",
-         derivative({.backward = &max_pool2d_backward_backward, .saved_inputs = args(2)}));
-  m.impl("avg_pool2d",
-         derivative({.backward = &avg_pool2d_backward_formula, .saved_inputs = args(0)}));
-  m.impl("avg_pool2d_backward", derivative({.backward = &avg_pool2d_backward_backward}));
+  m.impl("max_pool2d_backward", derivative({.backward = &max_pool2d_backward_backward,
+                                            .forward = &max_pool2d_backward_forward,
+                                            .saved_inputs = args(2)}));
+  m.impl("avg_pool2d", derivative({.backward = &avg_pool2d_backward_formula,
+                                   .forward = &autograd::linear_forward,
+                                   .saved_inputs = args(0)}));
+  m.impl("avg_pool2d_backward", derivative({.backward = &avg_pool2d_backward_backward,
+                                            .forward = &avg_pool2d_backward_forward}));
 }
 
 // ---- batching rules (Note [Batching rules])
