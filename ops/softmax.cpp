@@ -81,15 +81,29 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
 
 Tensor sum_over(const Tensor& t, int64_t dim) { return t.sum({dim}, true); }
 
+// y = softmax(x) has the symmetric Jacobian diag(y) - y y^T: softmax_backward
+// applies it to a gradient and to a tangent alike.
 void softmax_grad(BackwardContext& c) {
   c.set_grad(0, nn::softmax_backward(c.grad(), c.output(), c.int_arg(1)));
 }
 
+void softmax_forward(ForwardContext& c) {
+  c.set_tangent(0, nn::softmax_backward(c.tangent(0), c.output(), c.int_arg(1)));
+}
+
+// y = log_softmax(x) has the Jacobian I - 1 exp(y)^T: log_softmax_backward
+// applies its transpose; the tangent is t less the sum of exp(y) * t.
 void log_softmax_grad(BackwardContext& c) {
   c.set_grad(0, nn::log_softmax_backward(c.grad(), c.output(), c.int_arg(1)));
+}
+
+void log_softmax_forward(ForwardContext& c) {
+  const Tensor& t = c.tangent(0);
+  c.set_tangent(0, t - sum_over(t * c.output().exp(), c.int_arg(1)));
 }
 
 // f = y * (g - sum(g * y)), linear in g with a symmetric Jacobian diag(y) - y y^T,
@@ -103,6 +117,20 @@ void softmax_backward_grad(BackwardContext& c) {
   if (c.needs_grad(1)) c.set_grad(1, u * (g - sum_over(g * y, dim)) - g * sum_over(u * y, dim));
 }
 
+// df = softmax_backward(dg, y) + dy * (g - sum(g * y)) - y * sum(g * dy).
+void softmax_backward_forward(ForwardContext& c) {
+  const Tensor& g = c.input(0);
+  const Tensor& y = c.input(1);
+  const int64_t dim = c.int_arg(2);
+  Tensor tangent = c.has_tangent(0) ? nn::softmax_backward(c.tangent(0), y, dim) : Tensor();
+  if (c.has_tangent(1)) {
+    const Tensor& dy = c.tangent(1);
+    Tensor of_output = dy * (g - sum_over(g * y, dim)) - y * sum_over(g * dy, dim);
+    tangent = tangent.defined() ? tangent + of_output : of_output;
+  }
+  c.set_tangent(0, std::move(tangent));
+}
+
 // f = g - exp(y) * sum(g).
 void log_softmax_backward_grad(BackwardContext& c) {
   const Tensor& u = c.grad();
@@ -113,13 +141,31 @@ void log_softmax_backward_grad(BackwardContext& c) {
   if (c.needs_grad(1)) c.set_grad(1, -u * probs * sum_over(g, dim));
 }
 
+// df = log_softmax_backward(dg, y) - exp(y) * dy * sum(g).
+void log_softmax_backward_forward(ForwardContext& c) {
+  const Tensor& y = c.input(1);
+  const int64_t dim = c.int_arg(2);
+  Tensor tangent = c.has_tangent(0) ? nn::log_softmax_backward(c.tangent(0), y, dim) : Tensor();
+  if (c.has_tangent(1)) {
+    Tensor of_output = y.exp() * c.tangent(1) * sum_over(c.input(0), dim);
+    tangent = tangent.defined() ? tangent - of_output : -of_output;
+  }
+  c.set_tangent(0, std::move(tangent));
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("softmax", derivative({.backward = &softmax_grad, .saved_outputs = args(0)}));
-  m.impl("log_softmax", derivative({.backward = &log_softmax_grad, .saved_outputs = args(0)}));
-  m.impl("softmax_backward",
-         derivative({.backward = &softmax_backward_grad, .saved_inputs = args(0, 1)}));
-  m.impl("log_softmax_backward",
-         derivative({.backward = &log_softmax_backward_grad, .saved_inputs = args(0, 1)}));
+  m.impl("softmax",
+         derivative(
+             {.backward = &softmax_grad, .forward = &softmax_forward, .saved_outputs = args(0)}));
+  m.impl("log_softmax", derivative({.backward = &log_softmax_grad,
+                                    .forward = &log_softmax_forward,
+                                    .saved_outputs = args(0)}));
+  m.impl("softmax_backward", derivative({.backward = &softmax_backward_grad,
+                                         .forward = &softmax_backward_forward,
+                                         .saved_inputs = args(0, 1)}));
+  m.impl("log_softmax_backward", derivative({.backward = &log_softmax_backward_grad,
+                                             .forward = &log_softmax_backward_forward,
+                                             .saved_inputs = args(0, 1)}));
 }
 
 // ---- batching rules (Note [Batching rules]) --------------------------------------
