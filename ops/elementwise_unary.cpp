@@ -203,24 +203,41 @@ using autograd::BackwardContext;
 using autograd::derivative;
 using autograd::ForwardContext;
 
-// Unary ops whose derivative is a function of the input x, or of the output y:
-// the gradient and the tangent are both scaled by it.
+// A pointwise op's gradient and tangent are both scaled by its local derivative,
+// Local::of(c), which reads the call's input, output and other arguments from
+// either context, so the two modes share it.
+template <class Local>
+void backward_by(BackwardContext& c) {
+  c.set_grad(0, c.grad() * Local::of(c));
+}
+template <class Local>
+void forward_by(ForwardContext& c) {
+  c.set_tangent(0, c.tangent(0) * Local::of(c));
+}
+
+template <class Local>
+KernelFunction scaled_by(uint32_t saved_inputs, uint32_t saved_outputs = 0) {
+  return derivative({.backward = &backward_by<Local>,
+                     .forward = &forward_by<Local>,
+                     .saved_inputs = saved_inputs,
+                     .saved_outputs = saved_outputs});
+}
+
+// Most unary ops' derivative is a function of the input x alone, or of the output y.
 template <Tensor (*kDerivative)(const Tensor& x)>
-void backward_from_input(BackwardContext& c) {
-  c.set_grad(0, c.grad() * kDerivative(c.input(0)));
-}
+struct OfInput {
+  template <class Context>
+  static Tensor of(const Context& c) {
+    return kDerivative(c.input(0));
+  }
+};
 template <Tensor (*kDerivative)(const Tensor& y)>
-void backward_from_output(BackwardContext& c) {
-  c.set_grad(0, c.grad() * kDerivative(c.output()));
-}
-template <Tensor (*kDerivative)(const Tensor& x)>
-void forward_from_input(ForwardContext& c) {
-  c.set_tangent(0, c.tangent(0) * kDerivative(c.input(0)));
-}
-template <Tensor (*kDerivative)(const Tensor& y)>
-void forward_from_output(ForwardContext& c) {
-  c.set_tangent(0, c.tangent(0) * kDerivative(c.output()));
-}
+struct OfOutput {
+  template <class Context>
+  static Tensor of(const Context& c) {
+    return kDerivative(c.output());
+  }
+};
 
 Tensor relu_derivative(const Tensor& y) { return y > 0.0; }
 Tensor exp_derivative(const Tensor& y) { return y; }
@@ -247,65 +264,69 @@ void neg_backward(BackwardContext& c) { c.set_grad(0, -c.grad()); }
 // 1/2 + x * phi(x), Phi's value and slope there, so that an outer grad is right
 // at 0 too; dividing by 1 there keeps 0 / 0 out of its backward. The tanh
 // approximation differentiates through tanh.
-void gelu_backward(BackwardContext& c) {
-  const Tensor& x = c.input(0);
-  if (c.arg(1).to_string_ref() == "tanh") {
-    constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
-    constexpr double kKappa = 0.044715;
-    Tensor inner = (x + x.pow(3.0) * kKappa) * kBeta;
-    Tensor t = inner.tanh();
-    Tensor d_inner = (x.square() * (3.0 * kKappa) + 1.0) * kBeta;
-    c.set_grad(0, c.grad() * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * d_inner));
-    return;
+struct GeluDerivative {
+  template <class Context>
+  static Tensor of(const Context& c) {
+    const Tensor& x = c.input(0);
+    if (c.arg(1).to_string_ref() == "tanh") {
+      constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
+      constexpr double kKappa = 0.044715;
+      Tensor inner = (x + x.pow(3.0) * kKappa) * kBeta;
+      Tensor t = inner.tanh();
+      Tensor d_inner = (x.square() * (3.0 * kKappa) + 1.0) * kBeta;
+      return (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * d_inner;
+    }
+    constexpr double kInvSqrt2Pi = 0.3989422804014327;
+    Tensor pdf = (x.square() * -0.5).exp() * kInvSqrt2Pi;
+    Tensor at_zero = x == 0.0;
+    Tensor cdf = where(at_zero, x * pdf + 0.5, c.output() / where(at_zero, ones_like(x), x));
+    return cdf + x * pdf;
   }
-  constexpr double kInvSqrt2Pi = 0.3989422804014327;
-  Tensor pdf = (x.square() * -0.5).exp() * kInvSqrt2Pi;
-  Tensor at_zero = x == 0.0;
-  Tensor cdf = where(at_zero, x * pdf + 0.5, c.output() / where(at_zero, ones_like(x), x));
-  c.set_grad(0, c.grad() * (cdf + x * pdf));
-}
+};
 
-void softplus_backward(BackwardContext& c) {
-  const Tensor& x = c.input(0);
-  const double beta = c.scalar_arg(1).to<double>();
-  const double threshold = c.scalar_arg(2).to<double>();
-  Tensor scaled = x * beta;
-  c.set_grad(0, c.grad() * where(scaled > threshold, ones_like(x), scaled.sigmoid()));
-}
-
-void pow_scalar_backward(BackwardContext& c) {
-  const Scalar p = c.scalar_arg(1);
-  const double exponent = p.to<double>();
-  if (exponent == 0.0) {
-    c.set_grad(0, zeros_like(c.grad()));
-    return;
+struct SoftplusDerivative {
+  template <class Context>
+  static Tensor of(const Context& c) {
+    const Tensor& x = c.input(0);
+    Tensor scaled = x * c.scalar_arg(1).template to<double>();
+    return where(scaled > c.scalar_arg(2).template to<double>(), ones_like(x), scaled.sigmoid());
   }
-  c.set_grad(0, c.grad() * c.input(0).pow(exponent - 1.0) * exponent);
-}
+};
 
-void clamp_backward(BackwardContext& c) {
-  const Tensor& x = c.input(0);
-  Tensor pass = ones_like(x, ScalarType::Bool);
-  if (!c.arg(1).is_none()) pass = pass.logical_and(x >= c.scalar_arg(1));
-  if (!c.arg(2).is_none()) pass = pass.logical_and(x <= c.scalar_arg(2));
-  c.set_grad(0, c.grad() * pass);
-}
+// x^0 is constant: zeros, not 0 * x^-1, which is NaN at 0.
+struct PowScalarDerivative {
+  template <class Context>
+  static Tensor of(const Context& c) {
+    const double exponent = c.scalar_arg(1).template to<double>();
+    if (exponent == 0.0) return zeros_like(c.input(0));
+    return c.input(0).pow(exponent - 1.0) * exponent;
+  }
+};
+
+// 1 where x is within the bounds (inclusive), 0 where clamp replaced it; the
+// in-place clamp_'s formulas see x as it was before the write.
+struct ClampDerivative {
+  template <class Context>
+  static Tensor of(const Context& c) {
+    const Tensor& x = c.input(0);
+    Tensor pass = ones_like(x, ScalarType::Bool);
+    if (!c.arg(1).is_none()) pass = pass.logical_and(x >= c.scalar_arg(1));
+    if (!c.arg(2).is_none()) pass = pass.logical_and(x <= c.scalar_arg(2));
+    return pass;
+  }
+};
 
 template <Tensor (*kDerivative)(const Tensor& x)>
 KernelFunction of_input() {
-  return derivative({.backward = &backward_from_input<kDerivative>,
-                     .forward = &forward_from_input<kDerivative>,
-                     .saved_inputs = kInput});
+  return scaled_by<OfInput<kDerivative>>(kInput);
 }
 template <Tensor (*kDerivative)(const Tensor& y)>
 KernelFunction of_output() {
-  return derivative({.backward = &backward_from_output<kDerivative>,
-                     .forward = &forward_from_output<kDerivative>,
-                     .saved_outputs = kOutput});
+  return scaled_by<OfOutput<kDerivative>>(0, kOutput);
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("neg", derivative({.backward = &neg_backward}));
+  m.impl("neg", derivative({.backward = &neg_backward, .forward = &autograd::linear_forward}));
   m.impl("abs", of_input<&abs_derivative>());
   m.impl("sign", autograd::non_differentiable());
   m.impl("logical_not", autograd::non_differentiable());
@@ -323,14 +344,11 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("cos", of_input<&cos_derivative>());
   m.impl("tanh", of_output<&tanh_derivative>());
   m.impl("sigmoid", of_output<&sigmoid_derivative>());
-  m.impl(
-      "gelu",
-      derivative({.backward = &gelu_backward, .saved_inputs = kInput, .saved_outputs = kOutput}));
-  m.impl("softplus", derivative({.backward = &softplus_backward, .saved_inputs = kInput}));
-  m.impl("pow.Tensor_Scalar",
-         derivative({.backward = &pow_scalar_backward, .saved_inputs = kInput}));
-  m.impl("clamp", derivative({.backward = &clamp_backward, .saved_inputs = kInput}));
-  m.impl("clamp_", derivative({.backward = &clamp_backward, .saved_inputs = kInput}));
+  m.impl("gelu", scaled_by<GeluDerivative>(kInput, kOutput));
+  m.impl("softplus", scaled_by<SoftplusDerivative>(kInput));
+  m.impl("pow.Tensor_Scalar", scaled_by<PowScalarDerivative>(kInput));
+  m.impl("clamp", scaled_by<ClampDerivative>(kInput));
+  m.impl("clamp_", scaled_by<ClampDerivative>(kInput));
 }
 
 // ---- batching rules (Note [Batching rules]): every op here is pointwise. The
