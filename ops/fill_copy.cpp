@@ -80,22 +80,38 @@ STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
 
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
 
-// fill_ overwrites every element of self: nothing flows back to the old values.
+// fill_ overwrites every element of self: nothing flows back to the old values,
+// and the new ones are constants, with a zero (undefined) tangent.
 void overwrite_backward(BackwardContext&) {}
+void overwrite_forward(ForwardContext&) {}
 
 // The gradient passes unchanged to argument `arg`: self of clone, src of copy_
 // (whose broadcast and dtype cast the caller of the formula undoes; self's old
-// values, overwritten, get nothing).
+// values, overwritten, get nothing). The tangent passes the other way, broadcast
+// and cast to the output by the caller; tangents are never written in place, so
+// the output's may share the input's.
 template <size_t arg>
 void pass_through_backward(BackwardContext& c) {
   c.set_grad(arg, c.grad());
 }
+template <size_t arg>
+void pass_through_forward(ForwardContext& c) {
+  c.set_tangent(0, c.tangent(arg));
+}
+
+template <size_t arg>
+KernelFunction pass_through() {
+  return derivative(
+      {.backward = &pass_through_backward<arg>, .forward = &pass_through_forward<arg>});
+}
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("fill_.Scalar", derivative({.backward = &overwrite_backward}));
-  m.impl("copy_", derivative({.backward = &pass_through_backward<1>}));
-  m.impl("clone", derivative({.backward = &pass_through_backward<0>}));
+  m.impl("fill_.Scalar",
+         derivative({.backward = &overwrite_backward, .forward = &overwrite_forward}));
+  m.impl("copy_", pass_through<1>());
+  m.impl("clone", pass_through<0>());
 }
 
 // ---- batching rules (Note [Batching rules]) ---------------------------------------
