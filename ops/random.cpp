@@ -140,14 +140,26 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 
 // normal(mean, std) = mean + std * eps (eps ~ N(0, 1)) is differentiable in both
 // parameters (the reparameterization trick): eps = (out - mean) / std.
+template <class Context>
+Tensor standard_noise(const Context& c) {
+  return (c.output() - c.input(0)) / c.input(1);
+}
+
 void normal_backward(autograd::BackwardContext& c) {
   if (c.needs_grad(0)) c.set_grad(0, c.grad());
-  if (c.needs_grad(1)) c.set_grad(1, c.grad() * (c.output() - c.input(0)) / c.input(1));
+  if (c.needs_grad(1)) c.set_grad(1, c.grad() * standard_noise(c));
+}
+
+void normal_forward(autograd::ForwardContext& c) {
+  Tensor tangent = c.has_tangent(1) ? c.tangent(1) * standard_noise(c) : Tensor();
+  if (c.has_tangent(0)) tangent = tangent.defined() ? tangent + c.tangent(0) : c.tangent(0);
+  c.set_tangent(0, std::move(tangent));
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("bernoulli", autograd::non_differentiable());
   m.impl("normal.Tensor_Tensor", autograd::derivative({.backward = &normal_backward,
+                                                       .forward = &normal_forward,
                                                        .saved_inputs = autograd::args(0, 1),
                                                        .saved_outputs = autograd::args(0)}));
 }
