@@ -241,6 +241,7 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
 
 // Zeros of argument `arg`'s shape, for a gradient to be accumulated into.
 Tensor zeros_for(const BackwardContext& c, size_t arg) {
@@ -272,12 +273,18 @@ void gather_backward(BackwardContext& c) {
 }
 
 // scatter_add(self, dim, index, src): self passes through; src[p] was added at
-// index[p], so it reads its gradient from there.
+// index[p], so it reads its gradient from there. Its tangent is added the same
+// way (the in-place form's too, out of place).
 void scatter_add_backward(BackwardContext& c) {
   c.set_grad(0, c.grad());
   if (c.needs_grad(3)) {
     c.set_grad(3, zero_padded(c.grad().gather(c.int_arg(1), c.input(2)), c.input_sizes(3)));
   }
+}
+void scatter_add_forward(ForwardContext& c) {
+  c.set_tangent(0, !c.has_tangent(3)
+                       ? c.tangent(0)
+                       : c.tangent_or_zeros(0).scatter_add(c.int_arg(1), c.input(2), c.tangent(3)));
 }
 
 // index_add(self, dim, index, source, *, alpha): as scatter_add, scaled by alpha.
@@ -287,21 +294,37 @@ void index_add_backward(BackwardContext& c) {
     c.set_grad(3, c.grad().index_select(c.int_arg(1), c.input(2)) * c.scalar_arg(4));
   }
 }
+void index_add_forward(ForwardContext& c) {
+  c.set_tangent(0, !c.has_tangent(3)
+                       ? c.tangent(0)
+                       : c.tangent_or_zeros(0).index_add(c.int_arg(1), c.input(2), c.tangent(3),
+                                                         c.scalar_arg(4)));
+}
 
 // masked_fill(self, mask, value): filled positions no longer depend on self.
 void masked_fill_backward(BackwardContext& c) {
   c.set_grad(0, c.grad().masked_fill(c.input(1), 0));
 }
+void masked_fill_forward(ForwardContext& c) {
+  if (c.has_tangent(0)) c.set_tangent(0, c.tangent(0).masked_fill(c.input(1), 0));
+}
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  const KernelFunction scatter_add =
-      derivative({.backward = &scatter_add_backward, .saved_inputs = args(2)});
-  const KernelFunction index_add =
-      derivative({.backward = &index_add_backward, .saved_inputs = args(2)});
-  const KernelFunction masked_fill =
-      derivative({.backward = &masked_fill_backward, .saved_inputs = args(1)});
-  m.impl("index_select", derivative({.backward = &index_select_backward, .saved_inputs = args(2)}));
-  m.impl("gather", derivative({.backward = &gather_backward, .saved_inputs = args(2)}));
+  const KernelFunction scatter_add = derivative({.backward = &scatter_add_backward,
+                                                 .forward = &scatter_add_forward,
+                                                 .saved_inputs = args(2)});
+  const KernelFunction index_add = derivative(
+      {.backward = &index_add_backward, .forward = &index_add_forward, .saved_inputs = args(2)});
+  const KernelFunction masked_fill = derivative({.backward = &masked_fill_backward,
+                                                 .forward = &masked_fill_forward,
+                                                 .saved_inputs = args(1)});
+  // Linear in self, their only floating tensor argument.
+  m.impl("index_select", derivative({.backward = &index_select_backward,
+                                     .forward = &autograd::linear_forward,
+                                     .saved_inputs = args(2)}));
+  m.impl("gather", derivative({.backward = &gather_backward,
+                               .forward = &autograd::linear_forward,
+                               .saved_inputs = args(2)}));
   m.impl("scatter_add", scatter_add);
   m.impl("scatter_add_", scatter_add);
   m.impl("index_add", index_add);
