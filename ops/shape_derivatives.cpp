@@ -21,7 +21,9 @@ namespace {
 
 using autograd::args;
 using autograd::BackwardContext;
+using autograd::BackwardFormula;
 using autograd::derivative;
+using autograd::ForwardContext;
 
 // Dims were checked by the forward call, so only negative ones need wrapping.
 int64_t wrap(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
@@ -65,6 +67,11 @@ Tensor embed(const Tensor& g, int64_t dim, int64_t size, int64_t start, int64_t 
 void restore_shape_backward(BackwardContext& c) {
   c.set_grad(0, c.grad().reshape(c.input_sizes(0)));
 }
+
+// A tangent need not share its primal's layout (a broadcast result's tangent
+// may be expanded, a clone's may be transposed), so it may not be viewable in
+// the new shape: it is reshaped.
+void view_forward(ForwardContext& c) { c.set_tangent(0, c.tangent(0).reshape(c.output().sizes())); }
 
 void permute_backward(BackwardContext& c) {
   const std::vector<int64_t>& dims = c.int_list_arg(1);
@@ -135,46 +142,87 @@ std::vector<int64_t> positions(IntArrayRef sizes, IntArrayRef strides, int64_t o
   return out;
 }
 
-// An output element reads one memory location; an input element receives the sum
-// over every output element reading its location. This assumes, as the inverse
-// of any formula must, that the input's own elements do not share memory.
+// as_strided's output element k reads memory location read[k]; self's element j
+// is location own[j]. An input element's gradient is the sum over the output
+// elements reading its location; an output element's tangent is the tangent of
+// the input element at its location (zero where it reads outside self). This
+// assumes, as the inverse of any formula must, that self's elements do not share
+// memory. Both move values between the two lists of locations through a
+// scratch memory spanning them, with index_add and index_select, so each
+// formula's derivative is the other's.
+struct StridedLocations {
+  Tensor read, own;  // positions in the scratch memory
+  int64_t span;
+
+  StridedLocations(const Tensor& self, IntArrayRef sizes, IntArrayRef strides,
+                   const IValue& offset) {
+    const int64_t out_offset = offset.is_none() ? self.storage_offset() : offset.to_int();
+    const std::vector<int64_t> r = positions(sizes, strides, out_offset);
+    const std::vector<int64_t> o = positions(self.sizes(), self.strides(), self.storage_offset());
+    const auto [read_lo, read_hi] = std::minmax_element(r.begin(), r.end());
+    const auto [own_lo, own_hi] = std::minmax_element(o.begin(), o.end());
+    const int64_t lo = std::min(*read_lo, *own_lo);
+    span = std::max(*read_hi, *own_hi) - lo + 1;
+    auto shifted = [lo](std::vector<int64_t> p) {
+      for (int64_t& v : p) v -= lo;
+      return tensor(p);
+    };
+    read = shifted(r);
+    own = shifted(o);
+  }
+
+  // `values` (one per location of `from`) moved to the locations of `to`, shaped `sizes`.
+  Tensor move(const Tensor& values, const Tensor& from, const Tensor& to, IntArrayRef sizes) const {
+    return zeros_shaped({span}, values)
+        .index_add(0, from, values.reshape({-1}))
+        .index_select(0, to)
+        .view(sizes);
+  }
+};
+
 void as_strided_backward(BackwardContext& c) {
   const Tensor& self = c.input(0);
-  const IValue& offset = c.arg(3);
   const Tensor& g = c.grad();
   if (self.numel() == 0 || g.numel() == 0) {
     c.set_grad(0, zeros_shaped(self.sizes(), g));
     return;
   }
-  const int64_t out_offset = offset.is_none() ? self.storage_offset() : offset.to_int();
-  const std::vector<int64_t> read = positions(c.int_list_arg(1), c.int_list_arg(2), out_offset);
-  const std::vector<int64_t> own = positions(self.sizes(), self.strides(), self.storage_offset());
-  const auto [read_lo, read_hi] = std::minmax_element(read.begin(), read.end());
-  const auto [own_lo, own_hi] = std::minmax_element(own.begin(), own.end());
-  const int64_t lo = std::min(*read_lo, *own_lo);
-  const int64_t span = std::max(*read_hi, *own_hi) - lo + 1;
-  auto shifted = [lo](std::vector<int64_t> p) {
-    for (int64_t& v : p) v -= lo;
-    return tensor(p);
-  };
-  Tensor memory = zeros_shaped({span}, g).index_add(0, shifted(read), g.reshape({-1}));
-  c.set_grad(0, memory.index_select(0, shifted(own)).view(self.sizes()));
+  const StridedLocations at(self, c.int_list_arg(1), c.int_list_arg(2), c.arg(3));
+  c.set_grad(0, at.move(g, at.read, at.own, self.sizes()));
+}
+
+void as_strided_forward(ForwardContext& c) {
+  const Tensor& self = c.input(0);
+  const Tensor& t = c.tangent(0);
+  const Tensor& out = c.output();
+  if (self.numel() == 0 || out.numel() == 0) {
+    c.set_tangent(0, zeros_shaped(out.sizes(), t));
+    return;
+  }
+  const StridedLocations at(self, c.int_list_arg(1), c.int_list_arg(2), c.arg(3));
+  c.set_tangent(0, at.move(t, at.own, at.read, out.sizes()));
 }
 
 // The kernels of these ops are in shape_views.cpp and shape_slicing.cpp.
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  const KernelFunction restore_shape = derivative({.backward = &restore_shape_backward});
-  m.impl("view", restore_shape);
-  m.impl("unsqueeze", restore_shape);
-  m.impl("squeeze", restore_shape);
-  m.impl("squeeze.dim", restore_shape);
-  m.impl("permute", derivative({.backward = &permute_backward}));
-  m.impl("transpose.int", derivative({.backward = &transpose_backward}));
-  m.impl("expand", derivative({.backward = &expand_backward}));
-  m.impl("diagonal", derivative({.backward = &diagonal_backward}));
-  m.impl("as_strided", derivative({.backward = &as_strided_backward, .saved_inputs = args(0)}));
-  m.impl("select.int", derivative({.backward = &select_backward}));
-  m.impl("slice.Tensor", derivative({.backward = &slice_backward}));
+  // The other views apply to a tensor of any layout: the tangent is the same
+  // view of self's tangent.
+  auto view = [](BackwardFormula backward) {
+    return derivative({.backward = backward, .forward = &autograd::linear_forward});
+  };
+  m.impl("view", derivative({.backward = &restore_shape_backward, .forward = &view_forward}));
+  m.impl("unsqueeze", view(&restore_shape_backward));
+  m.impl("squeeze", view(&restore_shape_backward));
+  m.impl("squeeze.dim", view(&restore_shape_backward));
+  m.impl("permute", view(&permute_backward));
+  m.impl("transpose.int", view(&transpose_backward));
+  m.impl("expand", view(&expand_backward));
+  m.impl("diagonal", view(&diagonal_backward));
+  m.impl("select.int", view(&select_backward));
+  m.impl("slice.Tensor", view(&slice_backward));
+  m.impl("as_strided", derivative({.backward = &as_strided_backward,
+                                   .forward = &as_strided_forward,
+                                   .saved_inputs = args(0)}));
 }
 
 }  // namespace
