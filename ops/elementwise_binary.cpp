@@ -187,13 +187,7 @@ using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
 using autograd::ForwardContext;
-
-// Sums the terms of a tangent that are defined (an input without a tangent
-// contributes none); undefined if none is.
-Tensor sum_defined(Tensor a, const Tensor& b) {
-  if (!a.defined()) return b;
-  return b.defined() ? a + b : a;
-}
+using autograd::sum_defined;
 
 // other's gradient is grad * alpha (sign < 0 for sub); alpha is nearly always 1,
 // and then the gradient passes through without an op.

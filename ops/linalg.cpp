@@ -249,28 +249,17 @@ void dot_backward(BackwardContext& c) {
 // (an operand without one contributes nothing), so under jacfwd's vmap each term
 // is the batched product of a batched tangent and an unbatched primal, one GEMM.
 template <Tensor (*kProduct)(const Tensor&, const Tensor&)>
-Tensor product_tangent(const ForwardContext& c, size_t a_arg, size_t b_arg) {
-  const Tensor& ta = c.tangent(a_arg);
-  const Tensor& tb = c.tangent(b_arg);
-  Tensor from_a = ta.defined() ? kProduct(ta, c.input(b_arg)) : Tensor();
-  if (!tb.defined()) return from_a;
-  Tensor from_b = kProduct(c.input(a_arg), tb);
-  return from_a.defined() ? from_a + from_b : from_b;
-}
-
-template <Tensor (*kProduct)(const Tensor&, const Tensor&)>
 void product_forward(ForwardContext& c) {
-  c.set_tangent(0, product_tangent<kProduct>(c, 0, 1));
+  c.set_tangent(0, autograd::bilinear_tangent(c, 0, 1, kProduct));
 }
 
 void addmm_forward(ForwardContext& c) {
   const Scalar beta = c.scalar_arg(3);
-  Tensor tangent = product_tangent<&mm>(c, 1, 2);
+  Tensor tangent = autograd::bilinear_tangent(c, 1, 2, &mm);
   if (tangent.defined()) tangent = scaled(tangent, c.scalar_arg(4));
   // beta == 0 ignores self, so its tangent does not reach the output.
   if (c.has_tangent(0) && beta.to_double() != 0.0) {
-    const Tensor from_self = scaled(c.tangent(0), beta);
-    tangent = tangent.defined() ? tangent + from_self : from_self;
+    tangent = autograd::sum_defined(std::move(tangent), scaled(c.tangent(0), beta));
   }
   c.set_tangent(0, tangent);
 }

@@ -293,8 +293,7 @@ void einsum_loop_forward(ForwardContext& c) {
     if (!tangents[t].defined()) continue;
     std::vector<Tensor> operands = c.input_list(1);
     operands[t] = tangents[t];
-    Tensor term = einsum_loop(equation, operands);
-    tangent = tangent.defined() ? tangent + term : std::move(term);
+    tangent = autograd::sum_defined(std::move(tangent), einsum_loop(equation, operands));
   }
   c.set_tangent(0, std::move(tangent));
 }

@@ -191,18 +191,8 @@ void conv2d_backward_weight_backward(BackwardContext& c) {
   }
 }
 
-// Forward formulas: a bilinear op's tangent is op(t_a, b) + op(a, t_b), one
-// convolution per operand with a tangent (one without contributes nothing).
-template <class Op>
-Tensor bilinear_tangent(const ForwardContext& c, size_t a_arg, size_t b_arg, const Op& op) {
-  const Tensor& ta = c.tangent(a_arg);
-  const Tensor& tb = c.tangent(b_arg);
-  Tensor from_a = ta.defined() ? op(ta, c.input(b_arg)) : Tensor();
-  if (!tb.defined()) return from_a;
-  Tensor from_b = op(c.input(a_arg), tb);
-  return from_a.defined() ? from_a + from_b : from_b;
-}
-
+// Forward formulas: a bilinear op's tangent is one convolution per operand with
+// a tangent (autograd::bilinear_tangent).
 // The bias's tangent is added by the kernel of the first convolution term; with
 // neither input nor weight tangents it is the tangent alone, broadcast.
 void conv2d_forward(ForwardContext& c) {
@@ -213,7 +203,7 @@ void conv2d_forward(ForwardContext& c) {
     return conv2d(input, weight, std::exchange(bias, std::nullopt), p.stride, p.padding, p.dilation,
                   p.groups);
   };
-  Tensor tangent = bilinear_tangent(c, 0, 1, conv);
+  Tensor tangent = autograd::bilinear_tangent(c, 0, 1, conv);
   if (bias) tangent = bias->view({1, bias->size(0), 1, 1});
   c.set_tangent(0, std::move(tangent));
 }
@@ -221,7 +211,8 @@ void conv2d_forward(ForwardContext& c) {
 void conv2d_backward_input_forward(ForwardContext& c) {
   const ConvParams p = conv_params(c);
   const IntArrayRef input_sizes = c.int_list_arg(1);
-  c.set_tangent(0, bilinear_tangent(c, 0, 2, [&](const Tensor& grad, const Tensor& weight) {
+  c.set_tangent(0,
+                autograd::bilinear_tangent(c, 0, 2, [&](const Tensor& grad, const Tensor& weight) {
                   return conv2d_backward_input(grad, input_sizes, weight, p.stride, p.padding,
                                                p.dilation, p.groups);
                 }));
@@ -230,7 +221,8 @@ void conv2d_backward_input_forward(ForwardContext& c) {
 void conv2d_backward_weight_forward(ForwardContext& c) {
   const ConvParams p = conv_params(c);
   const IntArrayRef weight_sizes = c.int_list_arg(2);
-  c.set_tangent(0, bilinear_tangent(c, 0, 1, [&](const Tensor& grad, const Tensor& input) {
+  c.set_tangent(0,
+                autograd::bilinear_tangent(c, 0, 1, [&](const Tensor& grad, const Tensor& input) {
                   return conv2d_backward_weight(grad, input, weight_sizes, p.stride, p.padding,
                                                 p.dilation, p.groups);
                 }));

@@ -150,6 +150,16 @@ TEST(Jvp, InPlaceOnAFreshLocalTensor) {
   EXPECT_TRUE(allclose(ty, (x * 2.0 + x.cos()) * t));
 }
 
+// The tangent of a broadcast sum is an expanded tensor; a view of the result
+// must still work (views of tangents reshape, whatever their layout).
+TEST(Jvp, ViewOfABroadcastTangent) {
+  Tensor a = tensor({1.0, 2.0, 3.0, 4.0}, {4, 1});
+  Tensor b = tensor({0.5, -0.5, 1.5}, {3});
+  auto f = [&](const Tensor& x) { return (x + b).view({12}); };
+  Tensor ty = jvp(f, std::tuple{a}, std::tuple{ones_like(a)}).second;
+  EXPECT_TRUE(allclose(ty, ones({12}, kFloat64)));
+}
+
 TEST(Linearize, MatchesJvpAndEvaluatesTheFunctionOnce) {
   Tensor x = tensor({-1.0, 0.5, 2.0}, {3});
   int calls = 0;

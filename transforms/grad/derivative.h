@@ -151,8 +151,22 @@ constexpr uint32_t args(I... positions) {
 // Forward formulas shared by many ops.
 // An op linear in its floating-point tensor arguments (views, reshapes, sums,
 // joins, gathers): the tangent is the op applied to the tangents (zeros for
-// arguments without one), the other arguments as they are.
+// arguments without one), the other arguments (indices, masks) as they are.
 void linear_forward(ForwardContext& c);
+
+// The sum of the tangent terms that are defined (an input without a tangent
+// contributes an undefined term); undefined if neither is.
+Tensor sum_defined(Tensor a, const Tensor& b);
+
+// The tangent of an op bilinear in arguments a and b: op(t_a, b) + op(a, t_b),
+// one call per argument that has a tangent.
+template <class Op>
+Tensor bilinear_tangent(const ForwardContext& c, size_t a_arg, size_t b_arg, const Op& op) {
+  const Tensor& ta = c.tangent(a_arg);
+  const Tensor& tb = c.tangent(b_arg);
+  return sum_defined(ta.defined() ? op(ta, c.input(b_arg)) : Tensor(),
+                     tb.defined() ? op(c.input(a_arg), tb) : Tensor());
+}
 
 // The Autograd kernel of an op with this derivative.
 KernelFunction derivative(Derivative d);

@@ -4,6 +4,7 @@
 
 #include "dispatcher/dispatcher.h"
 #include "ops/creation.h"
+#include "ops/elementwise.h"
 #include "tensor/error.h"
 #include "transforms/grad/derivative.h"
 #include "transforms/layer_stack.h"
@@ -195,6 +196,11 @@ void ForwardContext::set_tangent(size_t output, Tensor tangent) {
   output_tangents_[output] = std::move(tangent);
 }
 
+Tensor sum_defined(Tensor a, const Tensor& b) {
+  if (!a.defined()) return b;
+  return b.defined() ? a + b : a;
+}
+
 void linear_forward(ForwardContext& c) {
   const OperatorHandle& op = c.op();
   STRATA_CHECK(!op.entry().returned_argument_index(), op.operator_name().to_string().c_str(),
@@ -207,10 +213,12 @@ void linear_forward(ForwardContext& c) {
     if (a.is_tensor() && a.to_tensor().defined() && is_floating_point(a.to_tensor().dtype())) {
       stack.emplace_back(c.tangent_or_zeros(i));
     } else if (a.is_tensor_list()) {
+      // Every element of a list is data (there are no index lists): one
+      // without a tangent, integer ones included, contributes zeros.
       std::vector<Tensor> list = a.to_tensor_list();
       for (size_t e = 0; e < list.size(); ++e) {
         const Tensor& t = c.list_tangents(i)[e];
-        if (is_floating_point(list[e].dtype())) list[e] = t.defined() ? t : zeros_like(list[e]);
+        list[e] = t.defined() ? t : zeros_like(list[e]);
       }
       stack.emplace_back(std::move(list));
     } else {
