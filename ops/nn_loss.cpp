@@ -108,6 +108,14 @@ STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
+
+// picked[..., k]: whether the loss of a sample reads its class k (none for an
+// ignored target).
+Tensor picked_classes(const Tensor& input, const Tensor& target, int64_t ignore_index) {
+  Tensor label = target.unsqueeze(-1);
+  return (arange(input.sizes().back(), kInt64) == label).logical_and(label != ignore_index);
+}
 
 // loss_i = -w[t_i] x[i, t_i] (0 for an ignored target), kept (none), summed, or
 // summed and divided by W = sum of w[t_i] (mean). Through W the mean also
@@ -115,13 +123,9 @@ using autograd::derivative;
 // (-x[i, c] - mean) / W.
 void nll_loss_backward(BackwardContext& c) {
   const Tensor& input = c.input(0);
-  const Tensor& target = c.input(1);
   const bool weighted = !c.arg(2).is_none();
   const auto reduction = static_cast<Reduction>(c.int_arg(3));
-  // picked[..., k]: whether the loss of a sample reads its class k.
-  Tensor label = target.unsqueeze(-1);
-  Tensor picked =
-      (arange(input.sizes().back(), kInt64) == label).logical_and(label != c.int_arg(4));
+  Tensor picked = picked_classes(input, c.input(1), c.int_arg(4));
   Tensor picked_weight = weighted ? picked * c.input(2) : picked.to(input.dtype());
   // d loss / d loss_i, shaped to broadcast against the input.
   Tensor per_sample = c.grad();
@@ -134,22 +138,67 @@ void nll_loss_backward(BackwardContext& c) {
   }
 }
 
-void mse_loss_backward(BackwardContext& c) {
+// The loss is linear in the input, and (W aside) in the weights: each tangent
+// term is the loss of the tangent. For a mean, d mean = (dN - mean dW) / W with
+// N the sum of the losses, which is the summed loss of input + mean under the
+// weights' tangent, over W.
+void nll_loss_forward(ForwardContext& c) {
+  const Tensor& input = c.input(0);
+  const Tensor& target = c.input(1);
+  const std::optional<Tensor> weight =
+      c.arg(2).is_none() ? std::nullopt : std::optional<Tensor>(c.input(2));
+  const auto reduction = static_cast<Reduction>(c.int_arg(3));
+  const int64_t ignore_index = c.int_arg(4);
+  Tensor tangent =
+      c.has_tangent(0) ? nll_loss(c.tangent(0), target, weight, reduction, ignore_index) : Tensor();
+  if (c.has_tangent(2)) {
+    Tensor of_weight;
+    if (reduction == Reduction::Mean) {
+      const Tensor total_weight = (picked_classes(input, target, ignore_index) * *weight).sum();
+      of_weight = nll_loss(input + c.output(), target, c.tangent(2), Reduction::Sum, ignore_index) /
+                  total_weight;
+    } else {
+      of_weight = nll_loss(input, target, c.tangent(2), reduction, ignore_index);
+    }
+    tangent = tangent.defined() ? tangent + of_weight : of_weight;
+  }
+  c.set_tangent(0, std::move(tangent));
+}
+
+// d loss_i / d input_i = 2 (input_i - target_i) (over the count for a mean), and
+// the negation of it for the target.
+template <class Context>
+Tensor mse_derivative(const Context& c) {
   Tensor diff = c.input(0) - c.input(1);
   double scale = 2.0;
   if (static_cast<Reduction>(c.int_arg(2)) == Reduction::Mean) {
     scale /= static_cast<double>(diff.numel());
   }
-  Tensor grad = c.grad() * diff * scale;
+  return diff * scale;
+}
+
+void mse_loss_backward(BackwardContext& c) {
+  Tensor grad = c.grad() * mse_derivative(c);
   if (c.needs_grad(0)) c.set_grad(0, grad);
   if (c.needs_grad(1)) c.set_grad(1, -grad);
 }
 
+void mse_loss_forward(ForwardContext& c) {
+  Tensor moved = c.has_tangent(0) ? c.tangent(0) : Tensor();
+  if (c.has_tangent(1)) moved = moved.defined() ? moved - c.tangent(1) : -c.tangent(1);
+  Tensor tangent = mse_derivative(c) * moved;
+  if (static_cast<Reduction>(c.int_arg(2)) != Reduction::None) tangent = tangent.sum();
+  c.set_tangent(0, std::move(tangent));
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("nll_loss", derivative({.backward = &nll_loss_backward,
+                                 .forward = &nll_loss_forward,
                                  .saved_inputs = args(0, 1, 2),
                                  .saved_outputs = args(0)}));
-  m.impl("mse_loss", derivative({.backward = &mse_loss_backward, .saved_inputs = args(0, 1)}));
+  m.impl("mse_loss", derivative({.backward = &mse_loss_backward,
+                                 .forward = &mse_loss_forward,
+                                 .saved_inputs = args(0, 1)}));
 }
 
 // ---- batching rules (Note [Batching rules])
