@@ -107,9 +107,9 @@ Tensor block(const Tensor& image, bool stacked, const Tensor& space_leaf, int64_
   if (stacked) own = IntArrayRef(own.data() + 1, own.size() - 1);
   DimVector shape(space_leaf.sizes());
   for (int64_t d : own) shape.push_back(d);
-  if (numel == 0) return zeros(shape, image.dtype());
-  Tensor rows = !stacked || numel == space_numel ? image : image.narrow(0, offset, numel);
-  rows = reshaped(rows, shape);
+  Tensor rows = numel == 0                         ? zeros(shape, image.dtype())
+                : !stacked || numel == space_numel ? reshaped(image, shape)
+                                                   : image.narrow(0, offset, numel).reshape(shape);
   const int64_t space_dims = space_leaf.dim();
   if (!space_last || space_dims == 0 || own.empty()) return rows;
   DimVector order;

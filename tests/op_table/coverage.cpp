@@ -9,11 +9,13 @@ void print_coverage_matrix(std::ostream& out) {
   // A check is "ok" when the table runs it for the op, "xfail" when an expected
   // failure covers it, "n/a" when the op lacks the capability, "-" when the
   // check does not exist yet.
-  const Check checks[] = {Check::Forward, Check::Grad, Check::Jvp,
-                          Check::JvpGrad, Check::Vmap, Check::VmapGrad};
+  const Check checks[] = {Check::Forward, Check::Grad,     Check::Jvp,     Check::JvpGrad,
+                          Check::Vmap,    Check::VmapGrad, Check::Jacobian};
   out << "| op | dtypes |";
   for (Check c : checks) out << ' ' << to_string(c) << " |";
-  out << "\n|---|---|---|---|---|---|---|---|\n";
+  out << "\n|---|---|";
+  for (size_t k = 0; k < std::size(checks); ++k) out << "---|";
+  out << '\n';
   size_t rows = 0;
   for (const OpInfo& info : op_infos()) {
     out << "| " << info.name << " | ";
@@ -22,11 +24,12 @@ void print_coverage_matrix(std::ostream& out) {
     out << " |";
     for (size_t k = 0; k < std::size(checks); ++k) {
       const Check c = checks[k];
-      const bool capable = c == Check::Forward ||
-                           (c == Check::Jvp       ? info.differentiable && info.forward_ad
-                            : c == Check::JvpGrad ? info.twice_differentiable && info.forward_ad
-                            : c == Check::Vmap    ? info.batching_rule
-                                                  : info.differentiable);
+      const bool capable =
+          c == Check::Forward ||
+          (c == Check::Jvp || c == Check::Jacobian ? info.differentiable && info.forward_ad
+           : c == Check::JvpGrad                   ? info.twice_differentiable && info.forward_ad
+           : c == Check::Vmap                      ? info.batching_rule
+                                                   : info.differentiable);
       const char* cell = !capable ? "n/a" : "ok";
       for (ScalarType dtype : info.dtypes) {
         if (capable && info.expected_failure(c, dtype)) cell = "xfail";

@@ -18,5 +18,6 @@ int main(int argc, char** argv) {
   strata::testing::register_forward_tests();
   strata::testing::register_grad_tests();
   strata::testing::register_vmap_tests();
+  strata::testing::register_jacobian_tests();
   return RUN_ALL_TESTS();
 }

@@ -13,6 +13,7 @@ const char* to_string(Check check) {
     case Check::JvpGrad: return "jvp∘grad";
     case Check::Vmap: return "vmap";
     case Check::VmapGrad: return "vmap∘grad";
+    case Check::Jacobian: return "jacrev=jacfwd";
   }
   return "?";
 }

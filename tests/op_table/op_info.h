@@ -29,7 +29,7 @@ struct Sample {
 // tensor output.
 using OpFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Stack&)>;
 
-enum class Check { Forward, Grad, GradGrad, Jvp, JvpGrad, Vmap, VmapGrad };
+enum class Check { Forward, Grad, GradGrad, Jvp, JvpGrad, Vmap, VmapGrad, Jacobian };
 const char* to_string(Check check);
 
 struct Tolerance {
@@ -93,7 +93,8 @@ void register_check(const char* suite, const OpInfo& info, Check check, CheckRun
 void register_forward_tests();
 void register_grad_tests();
 void register_vmap_tests();
-// op x {forward, grad, jvp, vmap, vmap∘grad}: what the table checks for each op.
+void register_jacobian_tests();
+// op x {forward, grad, jvp, vmap, vmap∘grad, jacrev=jacfwd}: what the table checks for each op.
 void print_coverage_matrix(std::ostream& out);
 
 const std::vector<ScalarType>& floating_dtypes();  // Float32, Float64

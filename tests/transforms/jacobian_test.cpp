@@ -69,6 +69,19 @@ TEST(Jacobian, ScalarInputAndOutputs) {
   EXPECT_TRUE(allclose(jacfwd(g)(v), v.cos()));
 }
 
+TEST(Jacobian, EmptyInputsAndOutputs) {
+  const Tensor e = zeros({0, 3}, kFloat64);
+  const Tensor x = tensor({0.5, 1.5});
+  auto f = [](const Tensor& a, const Tensor& b) { return std::tuple{a.t() * 2.0, b.sin()}; };
+  // [output][argnum]: outputs [3, 0] and [2], inputs [0, 3] and [2].
+  for (const auto& [j0, j1] : {jacrev<0, 1>(f)(e, x), jacfwd<0, 1>(f)(e, x)}) {
+    EXPECT_EQ(shape_string(std::get<0>(j0).sizes()), "[3, 0, 0, 3]");
+    EXPECT_EQ(shape_string(std::get<1>(j0).sizes()), "[3, 0, 2]");
+    EXPECT_EQ(shape_string(std::get<0>(j1).sizes()), "[2, 0, 3]");
+    EXPECT_TRUE(allclose(std::get<1>(j1), diag(x.cos())));
+  }
+}
+
 TEST(Jacobian, OutputThatDoesNotDependOnTheInputHasZeroJacobian) {
   const Tensor x = tensor({1.0, 2.0});
   const Tensor c = tensor({3.0, 4.0, 5.0});
