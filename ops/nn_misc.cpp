@@ -2,6 +2,8 @@
 // kernels/cpu/nn_misc.cpp).
 #include "kernels/cpu/nn_misc.h"
 
+#include <utility>
+
 #include "dispatcher/library.h"
 #include "kernels/cpu/linear.h"
 #include "ops/linalg.h"
@@ -159,6 +161,7 @@ STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("dropout", &d
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
+using autograd::ForwardContext;
 
 // t as a matrix [rows, t.size(-1)], rows running over every leading dim (1 for a
 // 1-D t): a view when t's strides allow it.
@@ -177,6 +180,23 @@ void linear_backward(BackwardContext& c) {
   if (c.needs_grad(2)) c.set_grad(2, g.sum({0}));
 }
 
+// d out = linear(dx, W) + linear(x, dW) + db: one linear per operand with a
+// tangent, the first of them adding the bias's tangent; alone, that tangent
+// broadcasts to the output.
+void linear_forward(ForwardContext& c) {
+  std::optional<Tensor> bias;
+  if (c.has_tangent(2)) bias = c.tangent(2);
+  auto term = [&](const Tensor& input, const Tensor& weight) {
+    return linear(input, weight, std::exchange(bias, std::nullopt));
+  };
+  Tensor tangent = c.has_tangent(0) ? term(c.tangent(0), c.input(1)) : Tensor();
+  if (c.has_tangent(1)) {
+    Tensor of_weight = term(c.input(0), c.tangent(1));
+    tangent = tangent.defined() ? tangent + of_weight : of_weight;
+  }
+  c.set_tangent(0, bias ? *bias : std::move(tangent));
+}
+
 // Row i of the table gets the sum of the gradient rows of the positions that looked it up.
 void embedding_backward(BackwardContext& c) {
   if (!c.needs_grad(0)) return;
@@ -185,26 +205,57 @@ void embedding_backward(BackwardContext& c) {
                     .index_add(0, c.input(1).reshape({-1}), as_rows(g)));
 }
 
-// With x^ = (x - mean) * rstd over the normalized dims and h = g * weight, the rows are
-// independent and dx = rstd * (h - mean(h) - x^ * mean(h * x^)): the two means remove
-// the components of h along the directions the normalization projects out.
+// x^ = (x - mean) * rstd over the normalized dims (the last `count` of x), rows
+// independent.
+struct Normalized {
+  DimVector dims;
+  Tensor rstd;
+  Tensor value;  // x^
+};
+
+Normalized normalize(const Tensor& x, size_t count, double eps) {
+  Normalized n;
+  for (int64_t d = x.dim() - static_cast<int64_t>(count); d < x.dim(); ++d) n.dims.push_back(d);
+  const Tensor centered = x - x.mean(n.dims, true);
+  n.rstd = (centered.square().mean(n.dims, true) + eps).rsqrt();
+  n.value = centered * n.rstd;
+  return n;
+}
+
+// The Jacobian of x -> x^ applied to h: rstd * (h - mean(h) - x^ * mean(h * x^)),
+// the two means removing the components of h along the directions the
+// normalization projects out. It is symmetric, so this is also its transpose.
+Tensor normalize_derivative(const Tensor& h, const Normalized& n) {
+  return n.rstd * (h - h.mean(n.dims, true) - n.value * (h * n.value).mean(n.dims, true));
+}
+
+// out = x^ * weight + bias.
 void layer_norm_backward(BackwardContext& c) {
   const Tensor& g = c.grad();
   if (c.needs_grad(3)) c.set_grad(3, g);  // leading dims are summed away by the caller
   if (!c.needs_grad(0) && !c.needs_grad(2)) return;
-  const Tensor& x = c.input(0);
-  DimVector dims;
-  for (int64_t d = x.dim() - static_cast<int64_t>(c.int_list_arg(1).size()); d < x.dim(); ++d) {
-    dims.push_back(d);
-  }
-  const Tensor centered = x - x.mean(dims, true);
-  const Tensor rstd = (centered.square().mean(dims, true) + c.double_arg(4)).rsqrt();
-  const Tensor normalized = centered * rstd;
+  const Normalized n = normalize(c.input(0), c.int_list_arg(1).size(), c.double_arg(4));
   if (c.needs_grad(0)) {
-    const Tensor h = c.arg(2).is_none() ? g : g * c.input(2);
-    c.set_grad(0, rstd * (h - h.mean(dims, true) - normalized * (h * normalized).mean(dims, true)));
+    c.set_grad(0, normalize_derivative(c.arg(2).is_none() ? g : g * c.input(2), n));
   }
-  if (c.needs_grad(2)) c.set_grad(2, g * normalized);
+  if (c.needs_grad(2)) c.set_grad(2, g * n.value);
+}
+
+void layer_norm_forward(ForwardContext& c) {
+  Tensor tangent;
+  if (c.has_tangent(0) || c.has_tangent(2)) {
+    const Normalized n = normalize(c.input(0), c.int_list_arg(1).size(), c.double_arg(4));
+    if (c.has_tangent(0)) {
+      tangent = normalize_derivative(c.tangent(0), n);
+      if (!c.arg(2).is_none()) tangent = tangent * c.input(2);
+    }
+    if (c.has_tangent(2)) {
+      Tensor of_weight = n.value * c.tangent(2);
+      tangent = tangent.defined() ? tangent + of_weight : of_weight;
+    }
+  }
+  if (c.has_tangent(3)) tangent = tangent.defined() ? tangent + c.tangent(3) : c.tangent(3);
+  c.set_tangent(0, std::move(tangent));
 }
 
 // ---- batching rules (Note [Batching rules]); dropout's mask is random, so the vmap
@@ -308,9 +359,15 @@ STRATA_LIBRARY_IMPL(strata, Batched, m) {
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("linear", derivative({.backward = &linear_backward, .saved_inputs = args(0, 1)}));
-  m.impl("embedding", derivative({.backward = &embedding_backward, .saved_inputs = args(1)}));
-  m.impl("layer_norm", derivative({.backward = &layer_norm_backward, .saved_inputs = args(0, 2)}));
+  m.impl("linear", derivative({.backward = &linear_backward,
+                               .forward = &linear_forward,
+                               .saved_inputs = args(0, 1)}));
+  m.impl("embedding", derivative({.backward = &embedding_backward,
+                                  .forward = &autograd::linear_forward,
+                                  .saved_inputs = args(1)}));
+  m.impl("layer_norm", derivative({.backward = &layer_norm_backward,
+                                   .forward = &layer_norm_forward,
+                                   .saved_inputs = args(0, 2)}));
   m.impl("dropout_mask", autograd::non_differentiable());
 }
 
