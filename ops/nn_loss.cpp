@@ -109,6 +109,7 @@ using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
 using autograd::ForwardContext;
+using autograd::sum_defined;
 
 // picked[..., k]: whether the loss of a sample reads its class k (none for an
 // ignored target).
@@ -160,7 +161,7 @@ void nll_loss_forward(ForwardContext& c) {
     } else {
       of_weight = nll_loss(input, target, c.tangent(2), reduction, ignore_index);
     }
-    tangent = tangent.defined() ? tangent + of_weight : of_weight;
+    tangent = sum_defined(std::move(tangent), of_weight);
   }
   c.set_tangent(0, std::move(tangent));
 }
@@ -184,8 +185,7 @@ void mse_loss_backward(BackwardContext& c) {
 }
 
 void mse_loss_forward(ForwardContext& c) {
-  Tensor moved = c.has_tangent(0) ? c.tangent(0) : Tensor();
-  if (c.has_tangent(1)) moved = moved.defined() ? moved - c.tangent(1) : -c.tangent(1);
+  Tensor moved = sum_defined(c.tangent(0), c.has_tangent(1) ? -c.tangent(1) : Tensor());
   Tensor tangent = mse_derivative(c) * moved;
   if (static_cast<Reduction>(c.int_arg(2)) != Reduction::None) tangent = tangent.sum();
   c.set_tangent(0, std::move(tangent));

@@ -162,6 +162,7 @@ using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
 using autograd::ForwardContext;
+using autograd::sum_defined;
 
 // t as a matrix [rows, t.size(-1)], rows running over every leading dim (1 for a
 // 1-D t): a view when t's strides allow it.
@@ -181,19 +182,14 @@ void linear_backward(BackwardContext& c) {
 }
 
 // d out = linear(dx, W) + linear(x, dW) + db: one linear per operand with a
-// tangent, the first of them adding the bias's tangent; alone, that tangent
+// tangent, whichever runs first adding the bias's tangent; alone, that tangent
 // broadcasts to the output.
 void linear_forward(ForwardContext& c) {
   std::optional<Tensor> bias;
   if (c.has_tangent(2)) bias = c.tangent(2);
-  auto term = [&](const Tensor& input, const Tensor& weight) {
-    return linear(input, weight, std::exchange(bias, std::nullopt));
-  };
-  Tensor tangent = c.has_tangent(0) ? term(c.tangent(0), c.input(1)) : Tensor();
-  if (c.has_tangent(1)) {
-    Tensor of_weight = term(c.input(0), c.tangent(1));
-    tangent = tangent.defined() ? tangent + of_weight : of_weight;
-  }
+  Tensor tangent = autograd::bilinear_tangent(c, 0, 1, [&](const Tensor& x, const Tensor& w) {
+    return linear(x, w, std::exchange(bias, std::nullopt));
+  });
   c.set_tangent(0, bias ? *bias : std::move(tangent));
 }
 
@@ -249,12 +245,9 @@ void layer_norm_forward(ForwardContext& c) {
       tangent = normalize_derivative(c.tangent(0), n);
       if (!c.arg(2).is_none()) tangent = tangent * c.input(2);
     }
-    if (c.has_tangent(2)) {
-      Tensor of_weight = n.value * c.tangent(2);
-      tangent = tangent.defined() ? tangent + of_weight : of_weight;
-    }
+    if (c.has_tangent(2)) tangent = sum_defined(std::move(tangent), n.value * c.tangent(2));
   }
-  if (c.has_tangent(3)) tangent = tangent.defined() ? tangent + c.tangent(3) : c.tangent(3);
+  tangent = sum_defined(std::move(tangent), c.tangent(3));
   c.set_tangent(0, std::move(tangent));
 }
 

@@ -82,6 +82,7 @@ using autograd::args;
 using autograd::BackwardContext;
 using autograd::derivative;
 using autograd::ForwardContext;
+using autograd::sum_defined;
 
 Tensor sum_over(const Tensor& t, int64_t dim) { return t.sum({dim}, true); }
 
@@ -122,13 +123,13 @@ void softmax_backward_forward(ForwardContext& c) {
   const Tensor& g = c.input(0);
   const Tensor& y = c.input(1);
   const int64_t dim = c.int_arg(2);
-  Tensor tangent = c.has_tangent(0) ? nn::softmax_backward(c.tangent(0), y, dim) : Tensor();
+  Tensor of_grad = c.has_tangent(0) ? nn::softmax_backward(c.tangent(0), y, dim) : Tensor();
+  Tensor of_output;
   if (c.has_tangent(1)) {
     const Tensor& dy = c.tangent(1);
-    Tensor of_output = dy * (g - sum_over(g * y, dim)) - y * sum_over(g * dy, dim);
-    tangent = tangent.defined() ? tangent + of_output : of_output;
+    of_output = dy * (g - sum_over(g * y, dim)) - y * sum_over(g * dy, dim);
   }
-  c.set_tangent(0, std::move(tangent));
+  c.set_tangent(0, sum_defined(std::move(of_grad), of_output));
 }
 
 // f = g - exp(y) * sum(g).
@@ -145,12 +146,10 @@ void log_softmax_backward_grad(BackwardContext& c) {
 void log_softmax_backward_forward(ForwardContext& c) {
   const Tensor& y = c.input(1);
   const int64_t dim = c.int_arg(2);
-  Tensor tangent = c.has_tangent(0) ? nn::log_softmax_backward(c.tangent(0), y, dim) : Tensor();
-  if (c.has_tangent(1)) {
-    Tensor of_output = y.exp() * c.tangent(1) * sum_over(c.input(0), dim);
-    tangent = tangent.defined() ? tangent - of_output : -of_output;
-  }
-  c.set_tangent(0, std::move(tangent));
+  Tensor of_grad = c.has_tangent(0) ? nn::log_softmax_backward(c.tangent(0), y, dim) : Tensor();
+  Tensor of_output =
+      c.has_tangent(1) ? -(y.exp() * c.tangent(1) * sum_over(c.input(0), dim)) : Tensor();
+  c.set_tangent(0, sum_defined(std::move(of_grad), of_output));
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
