@@ -308,6 +308,13 @@ BatchedArg batched_product(const BatchedArg& a, const BatchedArg& b, int64_t ran
   // single row): a broadcast multiply writes it at memory speed, several times
   // faster than GEMMs of depth 1, and rounds the same (one multiply per element).
   if (x.sizes().back() == 1) return {x * y, 0};
+  // A shared matrix times a batch of vectors: the vectors as the rows of one GEMM
+  // against the matrix transposed, so each sample's result is contiguous (folding
+  // them into columns would leave every sample strided by the batch size, which
+  // slows down every elementwise op after it).
+  if (rank == 2 && !a.batched() && y.sizes()[2] == 1) {
+    return {mm(y.select(2, 0), a.value.t()).unsqueeze(2), 0};
+  }
   if (!a.batched() || !b.batched()) {
     const bool into_rows = a.batched();
     const linalg::BatchFold fold = into_rows ? linalg::fold_batch(a.value, *a.bdim, lead)
