@@ -1,0 +1,28 @@
+// Must not compile, once per CASE (see tests/CMakeLists.txt): each misuse stops at
+// the library's static_assert.
+#include <strata/strata.h>
+
+namespace st = strata;
+
+struct Pair {
+  st::Tensor a, b;
+};
+template <>
+struct strata::TreeFields<Pair> {
+  template <class Self>
+  static auto fields(Self& p) {
+    return std::tie(p.a, p.b);
+  }
+};
+
+int main() {
+  const st::Tensor x = st::ones({2});
+  auto f = [](const st::Tensor& t) { return t.sin(); };
+#if CASE == 1
+  st::jacrev<1>(f)(x);  // an argnum out of range
+#elif CASE == 2
+  st::jacfwd<0, 1>(f)(x);
+#else
+  st::jacrev([](const st::Tensor& t) { return Pair{t, t}; })(x);  // a struct as the output tree
+#endif
+}
