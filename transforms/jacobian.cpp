@@ -50,14 +50,18 @@ std::vector<Tensor> basis_chunk(const std::vector<Tensor>& leaves, int64_t n, in
 
 // fn's results on every vector of the standard basis of the space of `space`,
 // stacked along a new dim 0 (Note [Jacobians]); `stacked` is false when the space
-// has at most one dim and fn was called once, on ones (or on empty tensors).
+// has at most one dim and fn was called once, on ones (or on empty tensors). With
+// `chunk_basis` the basis is built a chunk at a time (jacrev); otherwise vmap does
+// the chunking, so that random ops in fn see one vmap call whose chunks replay the
+// same random streams (jacfwd).
 struct BasisImage {
   Pushed values;
   bool stacked;
 };
 
 BasisImage push_basis(const char* transform, const BasisFunction& fn,
-                      const std::vector<Tensor>& space, const JacobianOptions& options) {
+                      const std::vector<Tensor>& space, const JacobianOptions& options,
+                      bool chunk_basis) {
   STRATA_CHECK(options.chunk_size >= 0, transform, "chunk_size must be >= 0, got ",
                options.chunk_size);
   const int64_t n = total_numel(space);
@@ -68,26 +72,26 @@ BasisImage push_basis(const char* transform, const BasisFunction& fn,
     }
     return {fn(vector), false};
   }
-  auto run_chunk = [&](int64_t start, int64_t count) {
-    std::vector<Tensor> basis = basis_chunk(space, n, start, count);
-    if (count > 1) {
-      return vmap([&](const std::vector<Tensor>& rows) { return fn(rows); },
-                  {.randomness = options.randomness})(basis);
-    }
-    for (Tensor& t : basis) t = t.select(0, 0);
-    Pushed image = fn(basis);
-    for (Tensor& t : image.first) t = t.unsqueeze(0);
-    for (Tensor& t : image.second) t = t.unsqueeze(0);
-    return image;
-  };
+  auto call_fn = [&](const std::vector<Tensor>& rows) { return fn(rows); };
   const int64_t step = options.chunk_size == 0 ? n : std::min(options.chunk_size, n);
-  if (step == n) return {run_chunk(0, n), true};
+  if (!chunk_basis || step == n) {
+    const VmapOptions vmap_options{.randomness = options.randomness,
+                                   .chunk_size = step == n ? 0 : step};
+    return {vmap(call_fn, vmap_options)(basis_chunk(space, n, 0, n)), true};
+  }
   std::vector<Pushed> chunks;
   for (int64_t start = 0; start < n; start += step) {
-    chunks.push_back(run_chunk(start, std::min(step, n - start)));
+    const int64_t count = std::min(step, n - start);
+    std::vector<Tensor> basis = basis_chunk(space, n, start, count);
+    if (count > 1) {
+      chunks.push_back(vmap(call_fn, {.randomness = options.randomness})(basis));
+      continue;
+    }
+    for (Tensor& t : basis) t = t.select(0, 0);
+    chunks.push_back(fn(basis));
+    for (Tensor& t : chunks.back().first) t = t.unsqueeze(0);
   }
-  // jacfwd's aux does not depend on the basis: the first chunk's is every chunk's.
-  BasisImage image{{{}, chunks.front().second}, true};
+  BasisImage image{{}, true};
   for (size_t k = 0; k < chunks.front().first.size(); ++k) {
     std::vector<Tensor> parts;
     parts.reserve(chunks.size());
@@ -138,7 +142,8 @@ std::vector<Tensor> reverse(autograd::GradCall& call, const std::vector<Tensor>&
   const BasisFunction pull = [&](const std::vector<Tensor>& cotangents) {
     return Pushed{call.backward(outputs, cotangents), {}};
   };
-  const BasisImage image = push_basis(call.transform(), pull, values, options);
+  const BasisImage image =
+      push_basis(call.transform(), pull, values, options, /*chunk_basis=*/true);
   const std::vector<Tensor>& grads = image.values.first;  // one per input leaf
   const int64_t m = total_numel(values);
   std::vector<Tensor> blocks;
@@ -155,7 +160,7 @@ std::vector<Tensor> reverse(autograd::GradCall& call, const std::vector<Tensor>&
 
 Pushed forward(const BasisFunction& push, const std::vector<Tensor>& primals,
                const JacobianOptions& options) {
-  const BasisImage image = push_basis("jacfwd", push, primals, options);
+  const BasisImage image = push_basis("jacfwd", push, primals, options, /*chunk_basis=*/false);
   const int64_t n = total_numel(primals);
   Pushed result;
   for (const Tensor& tangent : image.values.first) {

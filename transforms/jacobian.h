@@ -30,10 +30,12 @@ namespace strata {
 // rows come back stacked, [M, input shape...] per input leaf (jacrev) or
 // [N, output shape...] per output leaf (jacfwd), and the Jacobian of output leaf o
 // w.r.t. input leaf l is the block of rows of o (of l), viewed as o's shape
-// followed by l's (as torch.func lays it out). With chunk_size the basis is built
-// and pushed chunk_size rows at a time, so only one chunk of the identity and of
-// the batched intermediates lives at once; a chunk of one row (and M or N of 1, so
-// hessian's inner jacrev) is a plain call, without vmap.
+// followed by l's (as torch.func lays it out). With chunk_size, jacrev builds and
+// pulls back the basis chunk_size rows at a time, so only one chunk of the M x M
+// identity and of the batched intermediates lives at once, and a chunk of one row
+// is a plain call, without vmap; jacfwd hands chunk_size to its one vmap call, whose
+// chunks replay the same random streams. M or N of 1 (hessian's inner jacrev) is a
+// plain call too.
 //
 // Trees: the Jacobian of an output tree w.r.t. an input tree is the output tree
 // with each tensor leaf replaced by a tree of the input's shape (JacobianTree); with
@@ -41,7 +43,7 @@ namespace strata {
 // constants and pass through unchanged.
 struct JacobianOptions {
   // Basis vectors per vmapped call: bounds the memory of the batched pass (0: all
-  // at once; 1: a plain loop).
+  // at once; 1: jacrev runs a plain loop).
   int64_t chunk_size = 0;
   // Random ops in f under jacfwd's vmap (jacrev runs f once, outside of vmap).
   Randomness randomness = Randomness::Error;

@@ -169,6 +169,17 @@ TEST(Jacobian, TreeOutputOfTreeInput) {
   EXPECT_TRUE(allclose(std::get<0>(jacfwd(g)(v))[1], diag(v[0])));
 }
 
+TEST(Hessian, OfATreeInputIsATreeOfTrees) {
+  const Params p{{"a", tensor({0.5, -1.0})}, {"b", tensor({2.0, 0.3})}};
+  auto f = [](const Params& q) { return (q.at("a") * q.at("a") * q.at("b")).sum(); };
+  const auto h = hessian(f)(p);
+  static_assert(std::is_same_v<std::decay_t<decltype(h)>, std::map<std::string, Params>>);
+  EXPECT_TRUE(allclose(h.at("a").at("a"), diag(p.at("b") * 2.0)));
+  EXPECT_TRUE(allclose(h.at("a").at("b"), diag(p.at("a") * 2.0)));
+  EXPECT_TRUE(allclose(h.at("b").at("a"), diag(p.at("a") * 2.0)));
+  EXPECT_TRUE(allclose(h.at("b").at("b"), zeros({2, 2}, kFloat64)));
+}
+
 TEST(Jacobian, ChunkSizesAgree) {
   const TanhMlp mlp;
   auto f = [&](const Tensor& x) { return std::vector<Tensor>{mlp(x), mlp(x).sum()}; };
@@ -182,6 +193,21 @@ TEST(Jacobian, ChunkSizesAgree) {
       EXPECT_TRUE(allclose(fwd[o], whole[o])) << "jacfwd chunk_size " << chunk;
     }
   }
+}
+
+// Random ops under jacfwd draw per input direction as vmap does; a chunked call
+// replays vmap's streams, so the chunk size does not change the result.
+TEST(Jacobian, JacfwdRandomnessDoesNotDependOnTheChunkSize) {
+  auto jacobian = [](int64_t chunk, Randomness randomness) {
+    Generator gen(21);
+    auto f = [&](const Tensor& v) { return v * randn({4}, gen, kFloat64); };
+    return jacfwd(f, {.chunk_size = chunk, .randomness = randomness})(ones({4}, kFloat64));
+  };
+  const Tensor same = jacobian(0, Randomness::Same);
+  EXPECT_TRUE(allclose(same, diag(same.diagonal())));
+  const Tensor different = jacobian(0, Randomness::Different);
+  EXPECT_TRUE(allclose(different, diag(different.diagonal())));
+  EXPECT_TRUE(allclose(jacobian(3, Randomness::Different), different));
 }
 
 TEST(Jacobian, HasAux) {
@@ -206,6 +232,7 @@ TEST(Jacobian, VmapOfJacrevAndHessianAgainstLoops) {
   const Tensor xs = randn({4, 64}, Generator(9), kFloat64);
   const Tensor batched = vmap(jacrev(mlp))(xs);
   ASSERT_EQ(batched.sizes(), IntArrayRef({4, 64, 64}));
+  EXPECT_TRUE(allclose(vmap(jacrev(mlp, {.chunk_size = 5}))(xs), batched));
   for (int64_t b = 0; b < 4; ++b)
     EXPECT_TRUE(allclose(batched.select(0, b), mlp.jacobian(xs.select(0, b))));
   auto f = [](const Tensor& v) { return (v.sin() * v * v).sum() + (v * v).sum().log1p(); };
@@ -248,6 +275,13 @@ TEST_F(JacobianErrors, NonFloatingInputToDifferentiate) {
   // An integer argument that is not differentiated is a constant.
   auto g = [](const Tensor& v, const Tensor& k) { return v * k; };
   EXPECT_TRUE(allclose(jacfwd(g)(tensor({1.0, 1.0, 1.0}), i), diag(i.to(kFloat64))));
+}
+
+TEST_F(JacobianErrors, RandomOpUnderJacfwdWithRandomnessError) {
+  Generator gen(22);
+  auto f = [&](const Tensor& v) { return v * randn({3}, gen, kFloat64); };
+  expect_contains(error_message([&] { jacfwd(f)(ones({3}, kFloat64)); }),
+                  {"strata::randn", "randomness = Error"});
 }
 
 TEST_F(JacobianErrors, NegativeChunkSize) {
