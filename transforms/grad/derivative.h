@@ -93,10 +93,13 @@ class BackwardContext : public FormulaArguments {
   Grads& grads_in_;
 };
 
+// An op's outputs, or their tangents, at a jvp level.
+using ForwardOutputs = std::vector<Tensor, CachedAllocator<Tensor>>;
+
 class ForwardContext : public FormulaArguments {
  public:
   ForwardContext(const OperatorHandle& op, const Stack& primals, const Stack& tangents,
-                 const std::vector<Tensor>& outputs, std::vector<Tensor>& output_tangents)
+                 const ForwardOutputs& outputs, ForwardOutputs& output_tangents)
       : FormulaArguments(primals),
         op_(op),
         primals_(primals),
@@ -128,8 +131,8 @@ class ForwardContext : public FormulaArguments {
   const OperatorHandle& op_;
   const Stack& primals_;
   const Stack& tangents_;  // per argument: a tangent, a list of them, or none
-  const std::vector<Tensor>& outputs_;
-  std::vector<Tensor>& output_tangents_;
+  const ForwardOutputs& outputs_;
+  ForwardOutputs& output_tangents_;
 };
 
 using BackwardFormula = void (*)(BackwardContext&);

@@ -123,15 +123,15 @@ void forward_call(const OperatorHandle& op, const autograd::Derivative& derivati
   unwrap_arguments(stack, first, nargs, level, overwritten, primals, tangents);
   op.redispatch_boxed(keys & kBelowAutograd, stack);
 
-  std::vector<Tensor> outputs;
-  std::vector<TensorWrapper*> wrappers;
+  autograd::ForwardOutputs outputs;
+  SmallVector<TensorWrapper*, 2> wrappers;
   for (size_t i = first; i < stack.size(); ++i) {
     if (!stack[i].is_tensor()) continue;
     const Tensor& out = stack[i].to_tensor();
     wrappers.push_back(wrapper_at_level(out, level));
     outputs.push_back(unwrap_at_level(out, level));
   }
-  std::vector<Tensor> output_tangents(outputs.size());
+  autograd::ForwardOutputs output_tangents(outputs.size());
   {
     const BelowTopLayer below;
     autograd::ForwardContext context(op, primals, tangents, outputs, output_tangents);
@@ -188,7 +188,10 @@ bool ForwardContext::list_has_tangent(size_t arg) const {
 }
 
 void ForwardContext::set_tangent(size_t output, Tensor tangent) {
-  const Tensor& out = outputs_.at(output);
+  STRATA_CHECK(output < outputs_.size(), op_.operator_name().to_string().c_str(),
+               "internal: forward formula set the tangent of output ", output, " of ",
+               outputs_.size());
+  const Tensor& out = outputs_[output];
   if (tangent.defined()) {
     if (tangent.sizes() != out.sizes()) tangent = tangent.expand(out.sizes());
     if (tangent.dtype() != out.dtype()) tangent = tangent.to(out.dtype());
