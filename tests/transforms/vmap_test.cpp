@@ -209,6 +209,27 @@ TEST(VmapRandomness, DifferentDoesNotDependOnTheChunkSize) {
   }
 }
 
+// Same with chunks: every chunk replays the one draw, batched inputs or not.
+TEST(VmapRandomness, SameDoesNotDependOnTheChunkSize) {
+  auto run = [](int64_t chunk_size) {
+    st::Generator gen(16);
+    auto f = [&](const st::Tensor& p) {
+      return st::bernoulli(p, gen).to(st::kFloat64) + st::randn({2}, gen, st::kFloat64);
+    };
+    const st::Tensor ps = st::full({7, 2}, 0.5, st::kFloat64);
+    st::Tensor out =
+        st::vmap(f, {.randomness = st::Randomness::Same, .chunk_size = chunk_size})(ps);
+    return std::pair{out, st::randn({1}, gen, st::kFloat64)};
+  };
+  const auto [whole, next_whole] = run(0);
+  EXPECT_TRUE(st::testing::allclose(whole.select(0, 6), whole.select(0, 0)));
+  for (int64_t chunk : {1, 3}) {
+    const auto [chunked, next_chunked] = run(chunk);
+    EXPECT_TRUE(st::testing::allclose(chunked, whole)) << "chunk_size " << chunk;
+    EXPECT_TRUE(st::testing::allclose(next_chunked, next_whole)) << "chunk_size " << chunk;
+  }
+}
+
 TEST(VmapRandomness, SameWithABatchedProbability) {
   st::Generator gen(16);
   // Sample b keeps an element iff u < p_b for one shared u: a higher p keeps a superset.

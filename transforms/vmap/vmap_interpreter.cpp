@@ -45,35 +45,40 @@ bool VmapInterpreter::default_process(const OperatorHandle& op) const {
 }
 
 void VmapInterpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
-  if (std::optional<size_t> generator = generator_argument(op.schema())) {
-    const size_t first = stack.size() - op.schema().arguments().size();
-    const bool batched_input = any_batched_argument(stack, first, top_layer("vmap").level);
-    if (randomness_ != Randomness::Same || batched_input) {
-      process_random(op, stack, *generator);
-      return;
-    }
+  const std::optional<size_t> generator_arg = generator_argument(op.schema());
+  if (!generator_arg) {
+    Interpreter::process(op, keys, stack);
+    return;
   }
-  Interpreter::process(op, keys, stack);
-}
-
-void VmapInterpreter::process_random(const OperatorHandle& op, Stack& stack, size_t generator_arg) {
   const char* name = op.operator_name().name.c_str();
   STRATA_CHECK(randomness_ != Randomness::Error, name, "is a random operation inside vmap (",
                describe_layer_stack(), ", batch size ", batch_size_,
                ") with randomness = Error; pass randomness = Different (every sample draws "
                "its own numbers) or Same (every sample gets the same numbers)");
-  LocalDispatchKeySetRestorer restore;
-  enter_top_layer(DispatchKeySet());
-
   const size_t first = stack.size() - op.schema().arguments().size();
-  const IValue& given = stack[first + generator_arg];
+  const IValue& given = stack[first + *generator_arg];
   const Generator generator = given.is_none() ? default_generator() : given.to_generator();
+  // Every chunk of a chunked call starts this call's draws at the same offset.
   if (replay_->next == replay_->starts.size()) replay_->starts.push_back(generator.offset());
   const uint64_t start = replay_->starts[replay_->next++];
+  if (randomness_ == Randomness::Same &&
+      !any_batched_argument(stack, first, top_layer(name).level)) {
+    // One draw for the whole batch (the op's unbatched result is expanded).
+    generator.set_offset(start);
+    Interpreter::process(op, keys, stack);
+    return;
+  }
+  process_random(op, stack, *generator_arg, generator, start);
+}
 
+void VmapInterpreter::process_random(const OperatorHandle& op, Stack& stack, size_t generator_arg,
+                                     const Generator& generator, uint64_t start) {
+  LocalDispatchKeySetRestorer restore;
+  enter_top_layer(DispatchKeySet());
   std::vector<Generator> streams;
   streams.reserve(static_cast<size_t>(batch_size_));
-  call_per_sample(op, stack, {top_layer(name).level, batch_size_}, [&](int64_t b, Stack& sample) {
+  const int64_t level = top_layer("vmap").level;
+  call_per_sample(op, stack, {level, batch_size_}, [&](int64_t b, Stack& sample) {
     const uint64_t seed = randomness_ == Randomness::Same
                               ? generator.seed()
                               : sample_seed(generator.seed(), first_sample_ + b);

@@ -6,6 +6,10 @@
 
 #include "transforms/layer_stack.h"
 
+namespace strata {
+class Generator;
+}
+
 namespace strata::batching {
 
 // What random operators do inside vmap (DESIGN.md: vmap's options).
@@ -44,7 +48,10 @@ class VmapInterpreter final : public Interpreter {
   int64_t batch_size() const { return batch_size_; }
 
  private:
-  void process_random(const OperatorHandle& op, Stack& stack, size_t generator_arg);
+  // One stream per sample (seeded by its index, or all alike for Same), starting
+  // at the generator's offset `start`.
+  void process_random(const OperatorHandle& op, Stack& stack, size_t generator_arg,
+                      const Generator& generator, uint64_t start);
 
   int64_t batch_size_;
   int64_t first_sample_;  // index of this chunk's first sample in the whole batch
