@@ -3,50 +3,31 @@
 //   Jacrev/C   jacrev of y = tanh(W x), W [10000, 1000] and x [1000] Float32, with
 //              chunk_size C (0: the whole 10000-row basis at once)
 //   Jacfwd/C   jacfwd of the same (1000 input directions)
-// Counters: peak_MiB, the resident memory one call adds at its peak (the RSS
-// high-water mark, reset through /proc/self/clear_refs, minus the RSS before the
-// call, with Strata's allocator cache and malloc's free lists released first);
-// jacobian_MiB, the result's size (38.1 MiB); peak_over_jacobian, their ratio.
-// Every benchmark first checks its result against diag(1 - y²) W.
+// Counters: peak_MiB, the resident memory one call adds at its peak
+// (bench/peak_memory.h); jacobian_MiB, the result's size (38.1 MiB); peak_over_jacobian, their
+// ratio. Every benchmark first checks its result against diag(1 - y²) W.
 #include <benchmark/benchmark.h>
-#include <malloc.h>
 #include <strata/strata.h>
 
-#include <fstream>
 #include <functional>
-#include <string>
+#include <optional>
+
+#include "peak_memory.h"
 
 namespace st = strata;
 
 namespace {
 
-long status_kib(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  long value = -1;
-  while (status >> key) {
-    if (key == field) {
-      status >> value;
-      break;
-    }
-    status.ignore(1 << 12, '\n');
-  }
-  return value;
-}
-
 // The memory counters of one call of f; left out where the kernel does not let the
 // high-water mark be reset.
 void count_peak_memory(benchmark::State& state, const std::function<st::Tensor()>& f) {
-  st::release_cpu_allocator_cache();
-  malloc_trim(0);
-  const long before = status_kib("VmRSS:");
-  if (!(std::ofstream("/proc/self/clear_refs") << "5")) return;
-  const st::Tensor jacobian = f();
-  const double peak = static_cast<double>(status_kib("VmHWM:") - before) / 1024.0;
+  st::Tensor jacobian;
+  const std::optional<double> peak = bench::peak_memory_mib([&] { jacobian = f(); });
+  if (!peak) return;
   const double size = static_cast<double>(jacobian.numel() * 4) / (1024.0 * 1024.0);
-  state.counters["peak_MiB"] = peak;
+  state.counters["peak_MiB"] = *peak;
   state.counters["jacobian_MiB"] = size;
-  state.counters["peak_over_jacobian"] = peak / size;
+  state.counters["peak_over_jacobian"] = *peak / size;
 }
 
 struct Layer {

@@ -11,50 +11,31 @@
 //   VmapAddChain/L    64 adds on a [4] sample under L nested vmaps (batch 2 each);
 //                     counters ns/op and, against the eager chain timed alongside,
 //                     ns/op/level = (t_L - t_eager) / (64 L)
-// Counter peak_MiB: the resident memory one call adds at its peak (the RSS
-// high-water mark, reset through /proc/self/clear_refs, minus the RSS before it,
-// with Strata's allocator cache and malloc's free lists released first).
+// Counter peak_MiB: the resident memory one call adds at its peak (bench/peak_memory.h).
 #include <benchmark/benchmark.h>
-#include <malloc.h>
 #include <strata/strata.h>
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "models.h"
+#include "peak_memory.h"
 
 namespace st = strata;
 using models::Params;
 
 namespace {
 
-long status_kib(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  long value = -1;
-  while (status >> key) {
-    if (key == field) {
-      status >> value;
-      break;
-    }
-    status.ignore(1 << 12, '\n');
-  }
-  return value;
-}
-
-// Sets counter peak_MiB for one call of f (see the top); left out where the
-// kernel does not let the high-water mark be reset.
+// Sets counter peak_MiB for one call of f (see bench/peak_memory.h); left out
+// where the kernel does not let the high-water mark be reset.
 void count_peak_memory(benchmark::State& state, const std::function<void()>& f) {
   f();  // first-call costs (thread pools, code pages) are not the workload's
-  st::release_cpu_allocator_cache();
-  malloc_trim(0);
-  const long before = status_kib("VmRSS:");
-  if (!(std::ofstream("/proc/self/clear_refs") << "5")) return;
-  f();
-  state.counters["peak_MiB"] = static_cast<double>(status_kib("VmHWM:") - before) / 1024.0;
+  if (const std::optional<double> peak = bench::peak_memory_mib(f)) {
+    state.counters["peak_MiB"] = *peak;
+  }
 }
 
 struct ThreadScope {
