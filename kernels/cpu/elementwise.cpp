@@ -76,11 +76,13 @@ ElementwiseLayout make_elementwise_layout(const Tensor& out,
 
 namespace {
 
-// Runs the linear element range [begin, end) of the layout, row by row.
+// Runs the linear element range [begin, end) of the layout, row by row. The
+// multi-index is computed once; after that each row steps the pointers by the
+// outer dims' strides (most rows are short: a sample's last dim under vmap).
 void run_range(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowFn fn, void* ctx) {
   const int nops = layout.num_operands;
   const int64_t ndim = static_cast<int64_t>(layout.shape.size());
-  std::array<char*, kMaxOperands> ptrs = layout.data;
+  const int64_t row_size = layout.shape[ndim - 1];
   std::array<int64_t, kMaxOperands> inner{};
   for (int op = 0; op < nops; ++op) inner[op] = layout.strides[op][ndim - 1];
   DimVector index(static_cast<size_t>(ndim), 0);
@@ -89,20 +91,24 @@ void run_range(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowF
     index[d] = remainder % layout.shape[d];
     remainder /= layout.shape[d];
   }
-  const int64_t row_size = layout.shape[ndim - 1];
+  // Each operand's pointer to the start of the current row.
+  std::array<char*, kMaxOperands> row_start = layout.data;
+  for (int op = 0; op < nops; ++op) {
+    for (int64_t d = 0; d < ndim - 1; ++d) row_start[op] += index[d] * layout.strides[op][d];
+  }
+  std::array<char*, kMaxOperands> ptrs{};
+  int64_t column = index[ndim - 1];
   while (begin < end) {
-    for (int op = 0; op < nops; ++op) {
-      char* p = layout.data[op];
-      for (int64_t d = 0; d < ndim; ++d) p += index[d] * layout.strides[op][d];
-      ptrs[op] = p;
-    }
-    const int64_t n = std::min(row_size - index[ndim - 1], end - begin);
+    for (int op = 0; op < nops; ++op) ptrs[op] = row_start[op] + column * inner[op];
+    const int64_t n = std::min(row_size - column, end - begin);
     fn(ctx, ptrs.data(), inner.data(), n);
     begin += n;
-    index[ndim - 1] += n;
-    for (int64_t d = ndim - 1; d > 0 && index[d] == layout.shape[d]; --d) {
+    column = 0;
+    for (int64_t d = ndim - 2; d >= 0; --d) {
+      for (int op = 0; op < nops; ++op) row_start[op] += layout.strides[op][d];
+      if (++index[d] < layout.shape[d]) break;
+      for (int op = 0; op < nops; ++op) row_start[op] -= layout.strides[op][d] * layout.shape[d];
       index[d] = 0;
-      ++index[d - 1];
     }
   }
 }
