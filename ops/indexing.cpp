@@ -1,5 +1,5 @@
-// Indexing operators: index_select, gather, scatter_add(_), index_add(_) and
-// masked_fill(_). Index tensors are Int64; every index is checked against the
+// Indexing operators: index_select, gather, scatter_add(_) and index_add(_)
+// (masked_fill is in masked_fill.cpp). Index tensors are Int64; every index is checked against the
 // size of the dim it indexes.
 #include "kernels/cpu/indexing.h"
 
@@ -175,37 +175,6 @@ const Tensor& index_add__cpu(const Tensor& self, int64_t dim, const Tensor& inde
   return self;
 }
 
-void check_masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value,
-                       const char* op) {
-  STRATA_CHECK(mask.dtype() == kBool, op, "mask must be a Bool tensor, got ", mask.dtype(),
-               " (shape ", shape_string(mask.sizes()), ")");
-  STRATA_CHECK(mask.device() == self.device(), op, "mask is on ", mask.device(), " but self is on ",
-               self.device());
-  STRATA_CHECK(is_floating_point(self.dtype()) || !value.is_floating_point(), op, "cannot fill a ",
-               self.dtype(), " tensor with the floating-point value ", value);
-}
-
-// Like PyTorch, the out-of-place form broadcasts self and mask together.
-Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  const char* op = "strata::masked_fill";
-  check_masked_fill(self, mask, value, op);
-  const DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), op);
-  Tensor out = make_empty_tensor(shape, self.dtype(), self.device(), op);
-  cpu::masked_fill_kernel(out, self, mask, value);
-  return out;
-}
-
-const Tensor& masked_fill__cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  const char* op = "strata::masked_fill_";
-  check_masked_fill(self, mask, value, op);
-  const DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), op);
-  STRATA_CHECK(IntArrayRef(shape) == self.sizes(), op, "mask of shape ", shape_string(mask.sizes()),
-               " cannot be broadcast to self's shape ", shape_string(self.sizes()));
-  cpu::masked_fill_kernel(self, self, mask, value);
-  self.impl()->bump_version();
-  return self;
-}
-
 STRATA_LIBRARY(strata, m) {
   m.def("index_select(Tensor self, int dim, Tensor index) -> Tensor");
   m.def("gather(Tensor self, int dim, Tensor index) -> Tensor");
@@ -217,8 +186,6 @@ STRATA_LIBRARY(strata, m) {
   m.def(
       "index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
       "Tensor(a!)");
-  m.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor");
-  m.def("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
@@ -228,8 +195,6 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("scatter_add_", &scatter_add__cpu);
   m.impl("index_add", &index_add_cpu);
   m.impl("index_add_", &index_add__cpu);
-  m.impl("masked_fill.Scalar", &masked_fill_cpu);
-  m.impl("masked_fill_.Scalar", &masked_fill__cpu);
 }
 
 // ---- derivatives (Note [Derivative formulas]) -----------------------------------
@@ -301,23 +266,12 @@ void index_add_forward(ForwardContext& c) {
                                                          c.scalar_arg(4)));
 }
 
-// masked_fill(self, mask, value): filled positions no longer depend on self.
-void masked_fill_backward(BackwardContext& c) {
-  c.set_grad(0, c.grad().masked_fill(c.input(1), 0));
-}
-void masked_fill_forward(ForwardContext& c) {
-  if (c.has_tangent(0)) c.set_tangent(0, c.tangent(0).masked_fill(c.input(1), 0));
-}
-
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   const KernelFunction scatter_add = derivative({.backward = &scatter_add_backward,
                                                  .forward = &scatter_add_forward,
                                                  .saved_inputs = args(2)});
   const KernelFunction index_add = derivative(
       {.backward = &index_add_backward, .forward = &index_add_forward, .saved_inputs = args(2)});
-  const KernelFunction masked_fill = derivative({.backward = &masked_fill_backward,
-                                                 .forward = &masked_fill_forward,
-                                                 .saved_inputs = args(1)});
   // Linear in self, their only floating tensor argument.
   m.impl("index_select", derivative({.backward = &index_select_backward,
                                      .forward = &autograd::linear_forward,
@@ -329,8 +283,6 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("scatter_add_", scatter_add);
   m.impl("index_add", index_add);
   m.impl("index_add_", index_add);
-  m.impl("masked_fill.Scalar", masked_fill);
-  m.impl("masked_fill_.Scalar", masked_fill);
 }
 
 // ---- batching rules (Note [Batching rules]) ------------------------------------
@@ -489,8 +441,6 @@ STRATA_LIBRARY_IMPL(strata, Batched, m) {
   m.impl("scatter_add_", &scatter_add_batched<true>);
   m.impl("index_add", &index_add_batched<false>);
   m.impl("index_add_", &index_add_batched<true>);
-  m.impl("masked_fill.Scalar", batching::pointwise_batch_rule());
-  m.impl("masked_fill_.Scalar", batching::pointwise_batch_rule());
 }
 
 using IndexSig = Tensor(const Tensor&, int64_t, const Tensor&);
@@ -499,8 +449,6 @@ using ScatterInplaceSig = const Tensor&(const Tensor&, int64_t, const Tensor&, c
 using IndexAddSig = Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&, const Scalar&);
 using IndexAddInplaceSig = const Tensor&(const Tensor&, int64_t, const Tensor&, const Tensor&,
                                          const Scalar&);
-using MaskedFillSig = Tensor(const Tensor&, const Tensor&, const Scalar&);
-using MaskedFillInplaceSig = const Tensor&(const Tensor&, const Tensor&, const Scalar&);
 
 }  // namespace
 
@@ -529,14 +477,6 @@ const Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor&
                                  const Scalar& alpha) const {
   return STRATA_OP("strata::index_add_", "", IndexAddInplaceSig)
       .call(*this, dim, index, source, alpha);
-}
-
-Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
-  return STRATA_OP("strata::masked_fill", "Scalar", MaskedFillSig).call(*this, mask, value);
-}
-
-const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
-  return STRATA_OP("strata::masked_fill_", "Scalar", MaskedFillInplaceSig).call(*this, mask, value);
 }
 
 }  // namespace strata

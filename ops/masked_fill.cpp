@@ -1,0 +1,98 @@
+// masked_fill(_): self with the positions where a Bool mask is true set to a
+// value. Pointwise in self and mask (the out-of-place form broadcasts them
+// together), so one boxed pointwise rule batches both forms.
+#include "dispatcher/library.h"
+#include "kernels/cpu/indexing.h"
+#include "ops/op_handle.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/shape_inference.h"
+#include "transforms/grad/derivative.h"
+#include "transforms/vmap/batching.h"
+
+namespace strata {
+namespace {
+
+using MaskedFillSig = Tensor(const Tensor&, const Tensor&, const Scalar&);
+using MaskedFillInplaceSig = const Tensor&(const Tensor&, const Tensor&, const Scalar&);
+
+void check_masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value,
+                       const char* op) {
+  STRATA_CHECK(mask.dtype() == kBool, op, "mask must be a Bool tensor, got ", mask.dtype(),
+               " (shape ", shape_string(mask.sizes()), ")");
+  STRATA_CHECK(mask.device() == self.device(), op, "mask is on ", mask.device(), " but self is on ",
+               self.device());
+  STRATA_CHECK(is_floating_point(self.dtype()) || !value.is_floating_point(), op, "cannot fill a ",
+               self.dtype(), " tensor with the floating-point value ", value);
+}
+
+// Like PyTorch, the out-of-place form broadcasts self and mask together.
+Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  const char* op = "strata::masked_fill";
+  check_masked_fill(self, mask, value, op);
+  const DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), op);
+  Tensor out = make_empty_tensor(shape, self.dtype(), self.device(), op);
+  cpu::masked_fill_kernel(out, self, mask, value);
+  return out;
+}
+
+const Tensor& masked_fill__cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  const char* op = "strata::masked_fill_";
+  check_masked_fill(self, mask, value, op);
+  const DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), op);
+  STRATA_CHECK(IntArrayRef(shape) == self.sizes(), op, "mask of shape ", shape_string(mask.sizes()),
+               " cannot be broadcast to self's shape ", shape_string(self.sizes()));
+  cpu::masked_fill_kernel(self, self, mask, value);
+  self.impl()->bump_version();
+  return self;
+}
+
+STRATA_LIBRARY(strata, m) {
+  m.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor");
+  m.def("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("masked_fill.Scalar", &masked_fill_cpu);
+  m.impl("masked_fill_.Scalar", &masked_fill__cpu);
+}
+
+// ---- derivatives (Note [Derivative formulas]): filled positions no longer
+// depend on self; the mask never gets a gradient.
+
+using autograd::BackwardContext;
+using autograd::ForwardContext;
+
+void masked_fill_backward(BackwardContext& c) {
+  c.set_grad(0, c.grad().masked_fill(c.input(1), 0));
+}
+void masked_fill_forward(ForwardContext& c) {
+  if (c.has_tangent(0)) c.set_tangent(0, c.tangent(0).masked_fill(c.input(1), 0));
+}
+
+STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  const KernelFunction masked_fill = autograd::derivative({.backward = &masked_fill_backward,
+                                                           .forward = &masked_fill_forward,
+                                                           .saved_inputs = autograd::args(1)});
+  m.impl("masked_fill.Scalar", masked_fill);
+  m.impl("masked_fill_.Scalar", masked_fill);
+}
+
+// ---- batching rules (Note [Batching rules]).
+
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("masked_fill.Scalar", batching::pointwise_batch_rule());
+  m.impl("masked_fill_.Scalar", batching::pointwise_batch_rule());
+}
+
+}  // namespace
+
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return STRATA_OP("strata::masked_fill", "Scalar", MaskedFillSig).call(*this, mask, value);
+}
+
+const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
+  return STRATA_OP("strata::masked_fill_", "Scalar", MaskedFillInplaceSig).call(*this, mask, value);
+}
+
+}  // namespace strata
