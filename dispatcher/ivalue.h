@@ -99,4 +99,20 @@ std::ostream& operator<<(std::ostream& out, const IValue& v);
 // is made per boxed call, so its memory comes from the per-thread cache.
 using Stack = std::vector<IValue, CachedAllocator<IValue>>;
 
+// Whether pred holds for a tensor argument, or an element of a tensor-list
+// argument, among stack[first, stack.size()).
+template <class Pred>
+bool any_tensor_argument(const Stack& stack, size_t first, Pred&& pred) {
+  for (size_t i = first; i < stack.size(); ++i) {
+    const IValue& arg = stack[i];
+    if (arg.is_tensor() && pred(arg.to_tensor())) return true;
+    if (arg.is_tensor_list()) {
+      for (const Tensor& t : arg.to_tensor_list()) {
+        if (pred(t)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace strata

@@ -30,10 +30,8 @@ bool schema_types_match(const SchemaType& schema, const SchemaType& cpp) {
   switch (schema.kind) {
     case Kind::Layout:
     case Kind::MemoryFormat:
-    case Kind::Any:
-      return true;  // no C++ type is bound to these yet
-    default:
-      break;
+    case Kind::Any: return true;  // no C++ type is bound to these yet
+    default: break;
   }
   if (schema.element_optional) return true;
   Kind schema_kind = schema.kind == Kind::SymInt ? Kind::Int : schema.kind;
@@ -77,10 +75,16 @@ void OperatorEntry::set_schema(FunctionSchema schema, std::string debug) {
   STRATA_CHECK(args.size() <= 64, name_.to_string().c_str(), "more than 64 arguments");
   tensor_argument_mask_ = 0;
   returned_argument_.reset();
+  generator_argument_.reset();
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].type.kind == SchemaType::Kind::Tensor) tensor_argument_mask_ |= uint64_t{1} << i;
     if (!returned_argument_ && args[i].alias && args[i].alias->is_write) returned_argument_ = i;
+    if (!generator_argument_ && args[i].type.kind == SchemaType::Kind::Generator) {
+      generator_argument_ = i;
+    }
   }
+  const auto& returns = schema.returns();
+  returns_view_ = !returns.empty() && returns[0].alias && !returns[0].alias->is_write;
   schema_ = std::move(schema);
   schema_debug_ = std::move(debug);
   if (cpp_signature_) check_signature_against_schema(*cpp_signature_, cpp_signature_debug_);

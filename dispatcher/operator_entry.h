@@ -59,6 +59,10 @@ class OperatorEntry {
   std::optional<size_t> returned_argument_index() const { return returned_argument_; }
   // Positions of Tensor, Tensor? and Tensor[] arguments, for boxed key extraction.
   uint64_t tensor_argument_mask() const { return tensor_argument_mask_; }
+  // Where the Generator argument of a random op is.
+  std::optional<size_t> generator_argument_index() const { return generator_argument_; }
+  // Whether the op returns a view of an argument (an alias it does not write).
+  bool returns_view() const { return returns_view_; }
 
  private:
   friend class Dispatcher;
@@ -88,6 +92,8 @@ class OperatorEntry {
   std::optional<FunctionSchema> schema_;
   std::string schema_debug_;
   std::optional<size_t> returned_argument_;
+  std::optional<size_t> generator_argument_;
+  bool returns_view_ = false;
   uint64_t tensor_argument_mask_ = 0;
   std::array<KernelList, kNumKeys> kernels_;
   // The C++ signature every unboxed kernel and typed handle of this op must share.

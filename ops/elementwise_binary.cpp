@@ -189,109 +189,93 @@ using autograd::derivative;
 using autograd::ForwardContext;
 using autograd::sum_defined;
 
-// other's gradient is grad * alpha (sign < 0 for sub); alpha is nearly always 1,
-// and then the gradient passes through without an op.
-template <int kSign>
-void add_backward(BackwardContext& c) {
-  c.set_grad(0, c.grad());
-  if (!c.needs_grad(1)) return;
-  const double scale = kSign * c.scalar_arg(2).to<double>();
-  c.set_grad(1, scale == 1.0 ? c.grad() : c.grad() * scale);
-}
-
-template <int kSign>
-void add_forward(ForwardContext& c) {
-  Tensor other;
-  if (c.has_tangent(1)) {
-    const double scale = kSign * c.scalar_arg(2).to<double>();
-    other = scale == 1.0 ? c.tangent(1) : c.tangent(1) * scale;
+// A binary pointwise op's gradient and tangent both go through its partial
+// derivatives: Partials::apply(c, arg, t) is t times d out / d argument `arg`
+// (arg 0 or 1), from the call's inputs, output and scalars as either context
+// holds them. Backward applies it to the gradient per input, forward sums it over
+// the inputs' tangents.
+template <class Partials>
+void backward_by(BackwardContext& c) {
+  for (size_t arg : {0, 1}) {
+    if (c.needs_grad(arg)) c.set_grad(arg, Partials::apply(c, arg, c.grad()));
   }
-  c.set_tangent(0, sum_defined(c.tangent(0), other));
+}
+template <class Partials>
+void forward_by(ForwardContext& c) {
+  Tensor tangent;
+  for (size_t arg : {0, 1}) {
+    if (c.has_tangent(arg)) {
+      tangent = sum_defined(std::move(tangent), Partials::apply(c, arg, c.tangent(arg)));
+    }
+  }
+  c.set_tangent(0, std::move(tangent));
+}
+template <class Partials>
+KernelFunction by_partials(uint32_t saved_inputs, uint32_t saved_outputs = 0) {
+  return derivative({.backward = &backward_by<Partials>,
+                     .forward = &forward_by<Partials>,
+                     .saved_inputs = saved_inputs,
+                     .saved_outputs = saved_outputs});
 }
 
-void mul_backward(BackwardContext& c) {
-  if (c.needs_grad(0)) c.set_grad(0, c.grad() * c.input(1));
-  if (c.needs_grad(1)) c.set_grad(1, c.grad() * c.input(0));
-}
+// other's partial is alpha (negated for sub); alpha is nearly always 1, and then
+// t passes through without an op.
+template <int kSign>
+struct AddPartials {
+  template <class C>
+  static Tensor apply(const C& c, size_t arg, const Tensor& t) {
+    const double scale = arg == 0 ? 1.0 : kSign * c.scalar_arg(2).template to<double>();
+    return scale == 1.0 ? t : t * scale;
+  }
+};
 
-void mul_forward(ForwardContext& c) {
-  Tensor a = c.has_tangent(0) ? c.tangent(0) * c.input(1) : Tensor();
-  Tensor b = c.has_tangent(1) ? c.input(0) * c.tangent(1) : Tensor();
-  c.set_tangent(0, sum_defined(std::move(a), b));
-}
+struct MulPartials {
+  template <class C>
+  static Tensor apply(const C& c, size_t arg, const Tensor& t) {
+    return t * c.input(1 - arg);
+  }
+};
 
-void div_backward(BackwardContext& c) {
-  const Tensor& other = c.input(1);
-  if (c.needs_grad(0)) c.set_grad(0, c.grad() / other);
-  if (c.needs_grad(1)) c.set_grad(1, -(c.grad() * c.output()) / other);
-}
-
-void div_forward(ForwardContext& c) {
-  const Tensor& other = c.input(1);
-  Tensor a = c.has_tangent(0) ? c.tangent(0) / other : Tensor();
-  Tensor b = c.has_tangent(1) ? -(c.tangent(1) * c.output()) / other : Tensor();
-  c.set_tangent(0, sum_defined(std::move(a), b));
-}
+struct DivPartials {
+  template <class C>
+  static Tensor apply(const C& c, size_t arg, const Tensor& t) {
+    const Tensor& other = c.input(1);
+    return arg == 0 ? t / other : -(t * c.output()) / other;
+  }
+};
 
 // Both partials read the base in the dtype the kernel computed in (an Int64 base
 // with a Float64 exponent computes in Float64).
-void pow_backward(BackwardContext& c) {
-  const ScalarType dtype = c.grad().dtype();
-  const Tensor base = c.input(0).to(dtype);
-  const Tensor exponent = c.input(1).to(dtype);
-  const Tensor at_zero = base == 0.0;
-  if (c.needs_grad(0)) {
-    // d/dx x^e = e x^(e-1). x^e is discontinuous at 0^0; taking the base as 1 there
-    // gives 0 instead of 0 * inf, which an outer grad would also multiply in.
-    const Tensor safe_base = where(at_zero.logical_and(exponent == 0.0), ones_like(base), base);
-    c.set_grad(0, c.grad() * exponent * safe_base.pow(exponent - 1.0));
-  }
-  if (c.needs_grad(1)) {
+struct PowPartials {
+  template <class C>
+  static Tensor apply(const C& c, size_t arg, const Tensor& t) {
+    const ScalarType dtype = c.output().dtype();
+    const Tensor base = c.input(0).to(dtype);
+    const Tensor exponent = c.input(1).to(dtype);
+    const Tensor at_zero = base == 0.0;
+    if (arg == 0) {
+      // d/dx x^e = e x^(e-1). x^e is discontinuous at 0^0; taking the base as 1
+      // there gives 0 instead of 0 * inf, which an outer grad would also multiply in.
+      const Tensor safe_base = where(at_zero.logical_and(exponent == 0.0), ones_like(base), base);
+      return t * exponent * safe_base.pow(exponent - 1.0);
+    }
     // d/de x^e = x^e log x, which is 0 at x = 0 (the limit for e > 0): the log is
     // taken of 1 there, so no -inf reaches an outer grad either.
     const Tensor safe_base = where(at_zero, ones_like(base), base);
-    c.set_grad(1, c.grad() * c.output() * safe_base.log());
+    return t * c.output() * safe_base.log();
   }
-}
+};
 
-// The same partials as pow_backward, applied to the tangents.
-void pow_forward(ForwardContext& c) {
-  const ScalarType dtype = c.output().dtype();
-  const Tensor base = c.input(0).to(dtype);
-  const Tensor exponent = c.input(1).to(dtype);
-  const Tensor at_zero = base == 0.0;
-  Tensor a, b;
-  if (c.has_tangent(0)) {
-    const Tensor safe_base = where(at_zero.logical_and(exponent == 0.0), ones_like(base), base);
-    a = c.tangent(0) * exponent * safe_base.pow(exponent - 1.0);
-  }
-  if (c.has_tangent(1)) {
-    const Tensor safe_base = where(at_zero, ones_like(base), base);
-    b = c.tangent(1) * c.output() * safe_base.log();
-  }
-  c.set_tangent(0, sum_defined(std::move(a), b));
-}
-
-// maximum/minimum: the gradient goes to the selected input; ties split it.
+// maximum/minimum: all of it goes to the selected input; ties split it.
 template <bool kMax>
-void select_backward(BackwardContext& c) {
-  const Tensor& a = c.input(0);
-  const Tensor& b = c.input(1);
-  Tensor a_wins = kMax ? a > b : a < b;
-  Tensor tie = (a == b) * 0.5;
-  if (c.needs_grad(0)) c.set_grad(0, c.grad() * (a_wins + tie));
-  if (c.needs_grad(1)) c.set_grad(1, c.grad() * ((kMax ? b > a : b < a) + tie));
-}
-
-template <bool kMax>
-void select_forward(ForwardContext& c) {
-  const Tensor& a = c.input(0);
-  const Tensor& b = c.input(1);
-  Tensor tie = (a == b) * 0.5;
-  Tensor ta = c.has_tangent(0) ? c.tangent(0) * ((kMax ? a > b : a < b) + tie) : Tensor();
-  Tensor tb = c.has_tangent(1) ? c.tangent(1) * ((kMax ? b > a : b < a) + tie) : Tensor();
-  c.set_tangent(0, sum_defined(std::move(ta), tb));
-}
+struct SelectPartials {
+  template <class C>
+  static Tensor apply(const C& c, size_t arg, const Tensor& t) {
+    const Tensor& mine = c.input(arg);
+    const Tensor& other = c.input(1 - arg);
+    return t * ((kMax ? mine > other : mine < other) + (mine == other) * 0.5);
+  }
+};
 
 void where_backward(BackwardContext& c) {
   const Tensor& condition = c.input(0);
@@ -300,21 +284,17 @@ void where_backward(BackwardContext& c) {
   if (c.needs_grad(2)) c.set_grad(2, where(condition, zero, c.grad()));
 }
 
+// Linear in the two values, but not linear_forward: a value of another dtype (a
+// Bool branch) is a constant here, with a zero tangent, not an index to keep.
 void where_forward(ForwardContext& c) {
-  const Tensor& condition = c.input(0);
-  c.set_tangent(0, where(condition, c.tangent_or_zeros(1), c.tangent_or_zeros(2)));
+  c.set_tangent(0, where(c.input(0), c.tangent_or_zeros(1), c.tangent_or_zeros(2)));
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  const KernelFunction add = derivative({.backward = &add_backward<1>, .forward = &add_forward<1>});
-  const KernelFunction sub =
-      derivative({.backward = &add_backward<-1>, .forward = &add_forward<-1>});
-  const KernelFunction mul =
-      derivative({.backward = &mul_backward, .forward = &mul_forward, .saved_inputs = args(0, 1)});
-  const KernelFunction div = derivative({.backward = &div_backward,
-                                         .forward = &div_forward,
-                                         .saved_inputs = args(1),
-                                         .saved_outputs = args(0)});
+  const KernelFunction add = by_partials<AddPartials<1>>(0);
+  const KernelFunction sub = by_partials<AddPartials<-1>>(0);
+  const KernelFunction mul = by_partials<MulPartials>(args(0, 1));
+  const KernelFunction div = by_partials<DivPartials>(args(1), args(0));
   m.impl("add.Tensor", add);
   m.impl("add_.Tensor", add);
   m.impl("sub.Tensor", sub);
@@ -323,16 +303,9 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("mul_.Tensor", mul);
   m.impl("div.Tensor", div);
   m.impl("div_.Tensor", div);
-  m.impl("pow.Tensor_Tensor", derivative({.backward = &pow_backward,
-                                          .forward = &pow_forward,
-                                          .saved_inputs = args(0, 1),
-                                          .saved_outputs = args(0)}));
-  m.impl("maximum", derivative({.backward = &select_backward<true>,
-                                .forward = &select_forward<true>,
-                                .saved_inputs = args(0, 1)}));
-  m.impl("minimum", derivative({.backward = &select_backward<false>,
-                                .forward = &select_forward<false>,
-                                .saved_inputs = args(0, 1)}));
+  m.impl("pow.Tensor_Tensor", by_partials<PowPartials>(args(0, 1), args(0)));
+  m.impl("maximum", by_partials<SelectPartials<true>>(args(0, 1)));
+  m.impl("minimum", by_partials<SelectPartials<false>>(args(0, 1)));
   m.impl("where.self",
          derivative(
              {.backward = &where_backward, .forward = &where_forward, .saved_inputs = args(0)}));

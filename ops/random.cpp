@@ -151,9 +151,9 @@ void normal_backward(autograd::BackwardContext& c) {
 }
 
 void normal_forward(autograd::ForwardContext& c) {
-  Tensor tangent = c.has_tangent(1) ? c.tangent(1) * standard_noise(c) : Tensor();
-  if (c.has_tangent(0)) tangent = tangent.defined() ? tangent + c.tangent(0) : c.tangent(0);
-  c.set_tangent(0, std::move(tangent));
+  c.set_tangent(
+      0, autograd::sum_defined(c.tangent(0),
+                               c.has_tangent(1) ? c.tangent(1) * standard_noise(c) : Tensor()));
 }
 
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {

@@ -106,19 +106,11 @@ void cat_backward(autograd::BackwardContext& c) {
   }
 }
 
-// The tangents joined as the values are, zeros for an input without one (an
-// integer input's values are constants, so not linear_forward, which keeps them).
-void cat_forward(autograd::ForwardContext& c) {
-  const std::vector<Tensor>& inputs = c.input_list(0);
-  std::vector<Tensor> tangents = c.list_tangents(0);
-  for (size_t i = 0; i < tangents.size(); ++i) {
-    if (!tangents[i].defined()) tangents[i] = zeros_like(inputs[i], c.output().dtype());
-  }
-  c.set_tangent(0, cat(tangents, c.int_arg(1)));
-}
-
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("cat", autograd::derivative({.backward = &cat_backward, .forward = &cat_forward}));
+  // Linear: the tangents joined as the values are (zeros for an input without
+  // one, an integer input included).
+  m.impl("cat",
+         autograd::derivative({.backward = &cat_backward, .forward = &autograd::linear_forward}));
 }
 
 // ---- batching rule (Note [Batching rules]); stack reaches it through unsqueeze.

@@ -4,7 +4,6 @@
 
 #include "dispatcher/dispatcher.h"
 #include "transforms/grad/node.h"
-#include "transforms/layer_stack.h"
 
 namespace strata {
 namespace {
@@ -60,7 +59,8 @@ Tensor wrap_at_level(Tensor value, int64_t level) {
   return Tensor(IntrusivePtr<TensorImpl>(new TensorWrapper(std::move(value), level)));
 }
 
-void send_unwrapped_to_next(const OperatorHandle& op, Stack& stack, int64_t level) {
+void WrapperInterpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
+  const int64_t level = top_layer("grad or jvp").level;
   const size_t first = stack.size() - op.schema().arguments().size();
   std::optional<size_t> written = op.entry().returned_argument_index();
   Tensor written_wrapper;

@@ -4,10 +4,10 @@
 
 #include "dispatcher/ivalue.h"
 #include "tensor/tensor.h"
+#include "transforms/layer_stack.h"
 
 namespace strata {
 
-class OperatorHandle;
 namespace autograd {
 class Node;
 }
@@ -72,10 +72,19 @@ inline TensorWrapper* wrapper_at_level(const Tensor& t, int64_t level) {
 }
 
 Tensor wrap_at_level(Tensor value, int64_t level);
-// The back fallback of the grad and jvp levels: unwraps this level's wrappers,
-// runs the call below, and wraps the results at this level (an in-place op
-// hands back the wrapper it was given, its metadata refreshed).
-void send_unwrapped_to_next(const OperatorHandle& op, Stack& stack, int64_t level);
+// The interpreter of a level whose tensors are TensorWrappers (grad, jvp): its
+// calls reach the Autograd kernels, which do the level's work by its kind; its
+// back fallback unwraps the level's wrappers, runs the call below, and wraps the
+// results at the level (an in-place op hands back the wrapper it was given, its
+// metadata refreshed).
+class WrapperInterpreter : public Interpreter {
+ public:
+  DispatchKeySet keys() const final {
+    return {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA};
+  }
+  void send_to_next(const OperatorHandle& op, Stack& stack) final;
+  bool default_send_to_next() const final { return false; }
+};
 
 // What t wraps if it is a wrapper at `level`, else t itself (a constant there).
 inline Tensor unwrap_at_level(const Tensor& t, int64_t level) {

@@ -7,22 +7,10 @@
 // fixed.
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "tests/op_table/op_info.h"
 
 namespace strata::testing {
 namespace {
-
-ScalarType grad_dtype(const OpInfo& info) {
-  for (ScalarType d : info.dtypes) {
-    if (d == kFloat64) return d;
-  }
-  for (ScalarType d : info.dtypes) {
-    if (is_floating_point(d)) return d;
-  }
-  return kFloat64;
-}
 
 GradcheckOptions options_for(const OpInfo& info, Check check) {
   GradcheckOptions options;
@@ -34,16 +22,10 @@ GradcheckOptions options_for(const OpInfo& info, Check check) {
   return options;
 }
 
-// Samples where the op is not finite (x / 0, log 0) have no derivative to check.
 bool finite_everywhere(const TensorListFunction& f, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> x;
   for (const Tensor& t : inputs) x.push_back(is_floating_point(t.dtype()) ? t.to(kFloat64) : t);
-  for (const Tensor& out : f(x)) {
-    for (double v : out.to_vector<double>()) {
-      if (!std::isfinite(v)) return false;
-    }
-  }
-  return true;
+  return all_finite(f(x));
 }
 
 auto check_of(Check check) {
@@ -59,7 +41,7 @@ auto check_of(Check check) {
 std::optional<std::string> run_check(const OpInfo& info, Check check) {
   const GradcheckOptions options = options_for(info, check);
   size_t checked = 0;
-  for (const Sample& sample : info.samples(grad_dtype(info))) {
+  for (const Sample& sample : info.samples(derivative_check_dtype(info))) {
     TensorListFunction f = [&](const std::vector<Tensor>& inputs) {
       return info.op(inputs, sample.args);
     };

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "tests/op_table/op_info.h"
@@ -56,15 +55,6 @@ int64_t numel(const Inputs& tensors) {
   return n;
 }
 
-bool finite(const Inputs& tensors) {
-  for (const Tensor& t : tensors) {
-    for (double v : t.to_vector<double>()) {
-      if (!std::isfinite(v)) return false;
-    }
-  }
-  return true;
-}
-
 std::optional<std::string> compare(const std::vector<Inputs>& rev, const std::vector<Inputs>& fwd,
                                    Tolerance tol) {
   if (rev.size() != fwd.size()) return "jacrev and jacfwd differ in their number of outputs";
@@ -82,9 +72,7 @@ std::optional<std::string> compare(const std::vector<Inputs>& rev, const std::ve
 
 std::optional<std::string> run_jacobian_check(const OpInfo& info, Check check) {
   size_t checked = 0;
-  const bool float64 =
-      std::find(info.dtypes.begin(), info.dtypes.end(), kFloat64) != info.dtypes.end();
-  for (const Sample& sample : info.samples(float64 ? kFloat64 : info.dtypes.front())) {
+  for (const Sample& sample : info.samples(derivative_check_dtype(info))) {
     Inputs floating;
     for (const Tensor& t : sample.inputs) {
       if (is_floating_point(t.dtype())) floating.push_back(t);
@@ -92,9 +80,9 @@ std::optional<std::string> run_jacobian_check(const OpInfo& info, Check check) {
     const FloatingPart f{info, sample};
     // Without floating inputs or outputs there is nothing to differentiate; where
     // the op is not finite there is no derivative to compare.
-    if (floating.empty() || !finite(floating)) continue;
+    if (floating.empty() || !all_finite(floating)) continue;
     const Inputs outputs = f(floating);
-    if (outputs.empty() || !finite(outputs)) continue;
+    if (outputs.empty() || !all_finite(outputs)) continue;
     // A large sample (the reductions' [70000] one, for their parallel paths) is left
     // out: the basis jacrev and jacfwd push is [M, M] and [N, N]; the small ones
     // cover the same formulas.

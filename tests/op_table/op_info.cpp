@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace strata::testing {
 
 const char* to_string(Check check) {
@@ -95,6 +97,25 @@ void register_check(const char* suite, const OpInfo& info, Check check, CheckRun
   ::testing::RegisterTest(
       suite, info.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
       [&info, check, run]() -> ::testing::Test* { return new CheckTest(info, check, run); });
+}
+
+ScalarType derivative_check_dtype(const OpInfo& info) {
+  for (ScalarType d : info.dtypes) {
+    if (d == kFloat64) return d;
+  }
+  for (ScalarType d : info.dtypes) {
+    if (is_floating_point(d)) return d;
+  }
+  return kFloat64;
+}
+
+bool all_finite(const std::vector<Tensor>& tensors) {
+  for (const Tensor& t : tensors) {
+    for (double v : t.to_vector<double>()) {
+      if (!std::isfinite(v)) return false;
+    }
+  }
+  return true;
 }
 
 const std::vector<ScalarType>& floating_dtypes() {

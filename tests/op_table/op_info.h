@@ -97,6 +97,13 @@ void register_jacobian_tests();
 // op x {forward, grad, jvp, vmap, vmap∘grad, jacrev=jacfwd}: what the table checks for each op.
 void print_coverage_matrix(std::ostream& out);
 
+// The dtype the derivative checks run in: Float64 where the entry has it, else
+// its first floating dtype.
+ScalarType derivative_check_dtype(const OpInfo& info);
+// Whether every value of the tensors is finite (where an op is not, x / 0 or
+// log 0, it has no derivative to check).
+bool all_finite(const std::vector<Tensor>& tensors);
+
 const std::vector<ScalarType>& floating_dtypes();  // Float32, Float64
 const std::vector<ScalarType>& numeric_dtypes();   // Int64, Float32, Float64
 const std::vector<ScalarType>& all_dtypes();       // Bool, Int64, Float32, Float64

@@ -39,11 +39,6 @@ std::string argument_description(const OperatorHandle& op, size_t arg, const Ten
   return out.str();
 }
 
-bool is_view_op(const OperatorHandle& op) {
-  const auto& returns = op.schema().returns();
-  return !returns.empty() && returns[0].alias && !returns[0].alias->is_write;
-}
-
 // Tensor slots of the call: each tensor argument, each element of a tensor list.
 struct CallSlots {
   SlotIndex first_slot;
@@ -58,17 +53,9 @@ bool requires_grad_at(const Tensor& t, int64_t level) {
 
 // Whether the call has anything to record: checked before any bookkeeping, since
 // most calls under grad involve only constants (factories, indices, masks).
-bool any_input_requires_grad(const Stack& stack, size_t first, size_t nargs, int64_t level) {
-  for (size_t i = first; i < first + nargs; ++i) {
-    const IValue& arg = stack[i];
-    if (arg.is_tensor() && requires_grad_at(arg.to_tensor(), level)) return true;
-    if (arg.is_tensor_list()) {
-      for (const Tensor& t : arg.to_tensor_list()) {
-        if (requires_grad_at(t, level)) return true;
-      }
-    }
-  }
-  return false;
+bool any_input_requires_grad(const Stack& stack, size_t first, int64_t level) {
+  return any_tensor_argument(stack, first,
+                             [level](const Tensor& t) { return requires_grad_at(t, level); });
 }
 
 CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t level) {
@@ -183,7 +170,7 @@ void record(const OperatorHandle& op, const Derivative& derivative, int64_t leve
             DispatchKeySet keys, Stack& stack) {
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
-  const bool tracked = any_input_requires_grad(stack, first, nargs, level);
+  const bool tracked = any_input_requires_grad(stack, first, level);
   const std::optional<size_t> written = op.entry().returned_argument_index();
   if (written) {
     check_inplace_target(op, stack[first + *written].to_tensor(), *written, level, tracked);
@@ -201,7 +188,7 @@ void record(const OperatorHandle& op, const Derivative& derivative, int64_t leve
   auto node = make_intrusive<FormulaNode>(op, derivative, level, std::move(call.edges),
                                           std::move(saved_args), std::move(call.first_slot),
                                           std::move(call.slots), std::move(outputs));
-  const bool view = is_view_op(op);
+  const bool view = op.entry().returns_view();
   for (size_t i = 0; i < output_wrappers.size(); ++i) {
     TensorWrapper* w = output_wrappers[i];
     if (w == nullptr || !is_floating_point(w->dtype())) continue;
@@ -213,26 +200,23 @@ void record(const OperatorHandle& op, const Derivative& derivative, int64_t leve
   }
 }
 
-// An op without a formula may run under grad as long as nothing it returns
-// would need a gradient (comparisons, argmax, integer ops).
+// An op without a formula may run under grad or jvp as long as nothing it
+// returns would need a gradient or a tangent (comparisons, argmax, integer ops).
 void no_formula_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
   const DynamicLayer& top = current_autodiff_layer(op.operator_name().name.c_str());
-  if (top.interpreter->kind() == TransformKind::Jvp) {
-    forward::no_formula_call(op, top.level, keys, stack);
-    return;
-  }
-  const int64_t level = top.level;
-  const size_t nargs = op.schema().arguments().size();
-  const size_t first = stack.size() - nargs;
-  const bool tracked = any_input_requires_grad(stack, first, nargs, level);
+  const bool jvp = top.interpreter->kind() == TransformKind::Jvp;
+  const size_t first = stack.size() - op.schema().arguments().size();
+  const bool involved = jvp ? forward::any_tangent(stack, first, top.level)
+                            : any_input_requires_grad(stack, first, top.level);
   op.redispatch_boxed(keys & kBelowAutograd, stack);
-  if (!tracked) return;
+  if (!involved) return;
   for (size_t i = first; i < stack.size(); ++i) {
     if (!stack[i].is_tensor()) continue;
-    const Tensor& out = stack[i].to_tensor();
-    STRATA_CHECK(!is_floating_point(out.dtype()), op.operator_name().to_string().c_str(),
-                 "has no derivative formula, and its inputs require grad at grad level ", level,
-                 " (", describe_layer_stack(), "); register one at the Autograd key");
+    STRATA_CHECK(
+        !is_floating_point(stack[i].to_tensor().dtype()), op.operator_name().to_string().c_str(),
+        "has no derivative formula, and ",
+        jvp ? "an input has a tangent at jvp level " : "its inputs require grad at grad level ",
+        top.level, " (", describe_layer_stack(), "); register one at the Autograd key");
   }
 }
 

@@ -102,7 +102,6 @@ class ForwardContext : public FormulaArguments {
                  const ForwardOutputs& outputs, ForwardOutputs& output_tangents)
       : FormulaArguments(primals),
         op_(op),
-        primals_(primals),
         tangents_(tangents),
         outputs_(outputs),
         output_tangents_(output_tangents) {}
@@ -110,8 +109,10 @@ class ForwardContext : public FormulaArguments {
   const OperatorHandle& op() const { return op_; }
   // Tensor argument `arg` as the level below sees it (an in-place op's self as
   // it was before the op wrote it).
-  const Tensor& input(size_t arg) const { return primals_[arg].to_tensor(); }
-  const std::vector<Tensor>& input_list(size_t arg) const { return primals_[arg].to_tensor_list(); }
+  const Tensor& input(size_t arg) const { return this->arg(arg).to_tensor(); }
+  const std::vector<Tensor>& input_list(size_t arg) const {
+    return this->arg(arg).to_tensor_list();
+  }
 
   // The tangent of tensor argument `arg`; undefined when it has none (zero).
   const Tensor& tangent(size_t arg) const;
@@ -129,7 +130,6 @@ class ForwardContext : public FormulaArguments {
 
  private:
   const OperatorHandle& op_;
-  const Stack& primals_;
   const Stack& tangents_;  // per argument: a tangent, a list of them, or none
   const ForwardOutputs& outputs_;
   ForwardOutputs& output_tangents_;

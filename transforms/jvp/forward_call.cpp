@@ -32,19 +32,6 @@ const Tensor& tangent_at(const Tensor& t, int64_t level) {
   return w != nullptr ? w->autograd().tangent : kNone;
 }
 
-bool any_tangent(const Stack& stack, size_t first, size_t nargs, int64_t level) {
-  for (size_t i = first; i < first + nargs; ++i) {
-    const IValue& arg = stack[i];
-    if (arg.is_tensor() && tangent_at(arg.to_tensor(), level).defined()) return true;
-    if (arg.is_tensor_list()) {
-      for (const Tensor& t : arg.to_tensor_list()) {
-        if (tangent_at(t, level).defined()) return true;
-      }
-    }
-  }
-  return false;
-}
-
 // An in-place op with tangents among its inputs may only write into a tensor of
 // this level that is not a view: jvp gives a tangent only to tensors it owns,
 // and does not rewrite a view's base.
@@ -59,11 +46,6 @@ void check_inplace_target(const OperatorHandle& op, const Tensor& self, int64_t 
                shape_string(self.sizes()), " at jvp level ", level,
                " with a tangent among its inputs: jvp does not rewrite a view's base; apply the "
                "op out of place");
-}
-
-bool is_view_op(const OperatorHandle& op) {
-  const auto& returns = op.schema().returns();
-  return !returns.empty() && returns[0].alias && !returns[0].alias->is_write;
 }
 
 // The arguments as the level below sees them, and their tangents. An in-place
@@ -101,11 +83,16 @@ void unwrap_arguments(const Stack& stack, size_t first, size_t nargs, int64_t le
 
 }  // namespace
 
+bool any_tangent(const Stack& stack, size_t first, int64_t level) {
+  return any_tensor_argument(stack, first,
+                             [level](const Tensor& t) { return tangent_at(t, level).defined(); });
+}
+
 void forward_call(const OperatorHandle& op, const autograd::Derivative& derivative, int64_t level,
                   DispatchKeySet keys, Stack& stack) {
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
-  if (!any_tangent(stack, first, nargs, level)) {
+  if (!any_tangent(stack, first, level)) {
     op.redispatch_boxed(keys & kBelowAutograd, stack);
     return;
   }
@@ -137,27 +124,12 @@ void forward_call(const OperatorHandle& op, const autograd::Derivative& derivati
     autograd::ForwardContext context(op, primals, tangents, outputs, output_tangents);
     derivative.forward(context);
   }
-  const bool view = is_view_op(op);
+  const bool view = op.entry().returns_view();
   for (size_t i = 0; i < wrappers.size(); ++i) {
     TensorWrapper* w = wrappers[i];
     if (w == nullptr || !is_floating_point(w->dtype())) continue;
     w->autograd().tangent = std::move(output_tangents[i]);
     w->autograd().is_view = w->autograd().is_view || view;
-  }
-}
-
-void no_formula_call(const OperatorHandle& op, int64_t level, DispatchKeySet keys, Stack& stack) {
-  const size_t nargs = op.schema().arguments().size();
-  const size_t first = stack.size() - nargs;
-  const bool tangents = any_tangent(stack, first, nargs, level);
-  op.redispatch_boxed(keys & kBelowAutograd, stack);
-  if (!tangents) return;
-  for (size_t i = first; i < stack.size(); ++i) {
-    if (!stack[i].is_tensor()) continue;
-    STRATA_CHECK(!is_floating_point(stack[i].to_tensor().dtype()),
-                 op.operator_name().to_string().c_str(),
-                 "has no derivative formula, and an input has a tangent at jvp level ", level, " (",
-                 describe_layer_stack(), "); register one at the Autograd key");
   }
 }
 

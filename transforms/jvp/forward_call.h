@@ -20,8 +20,7 @@ namespace strata::forward {
 void forward_call(const OperatorHandle& op, const autograd::Derivative& derivative, int64_t level,
                   DispatchKeySet keys, Stack& stack);
 
-// An op without a forward formula (or with none registered) may run at a jvp
-// level as long as no tangent reaches a floating-point output.
-void no_formula_call(const OperatorHandle& op, int64_t level, DispatchKeySet keys, Stack& stack);
+// Whether a tensor argument among stack[first...] has a tangent at jvp level `level`.
+bool any_tangent(const Stack& stack, size_t first, int64_t level);
 
 }  // namespace strata::forward

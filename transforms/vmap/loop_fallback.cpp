@@ -70,15 +70,8 @@ STRATA_LIBRARY_IMPL(_, Batched, m) { m.fallback(KernelFunction::from_boxed(&loop
 }  // namespace
 
 bool any_batched_argument(const Stack& stack, size_t first, int64_t level) {
-  for (size_t i = first; i < stack.size(); ++i) {
-    if (stack[i].is_tensor() && batched_at_level(stack[i].to_tensor(), level)) return true;
-    if (stack[i].is_tensor_list()) {
-      for (const Tensor& t : stack[i].to_tensor_list()) {
-        if (batched_at_level(t, level)) return true;
-      }
-    }
-  }
-  return false;
+  return any_tensor_argument(
+      stack, first, [level](const Tensor& t) { return batched_at_level(t, level) != nullptr; });
 }
 
 void set_loop_fallback_enabled(bool enabled) { g_loop_fallback_enabled = enabled; }

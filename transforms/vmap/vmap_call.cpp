@@ -14,6 +14,15 @@ std::string transform_name() {
   return layer_stack_empty() ? "vmap" : "vmap inside " + describe_layer_stack();
 }
 
+// dim wrapped into [0, rank); out of range, an error naming it as what()
+// describes it (built only then).
+template <class What>
+int64_t checked_dim(int64_t dim, int64_t rank, const What& what) {
+  STRATA_CHECK(dim >= -rank && dim < rank, transform_name().c_str(), what(),
+               " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
+  return dim < 0 ? dim + rank : dim;
+}
+
 std::string describe_argument(size_t arg, IntArrayRef sizes, int64_t dim) {
   std::ostringstream out;
   out << "argument " << arg << " (shape " << shape_string(sizes) << ", in_dim " << dim << ")";
@@ -40,11 +49,11 @@ std::optional<int64_t> VmapCall::in_dim(size_t arg) const {
 void VmapCall::observe(size_t arg, const Tensor& t) {
   const std::optional<int64_t> dim = in_dim(arg);
   if (!dim || !t.defined()) return;
-  const int64_t rank = t.dim();
-  STRATA_CHECK(*dim >= -rank && *dim < rank, transform_name().c_str(), "in_dim ", *dim,
-               " of argument ", arg, " (shape ", shape_string(t.sizes()),
-               ") is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-  const int64_t size = t.sizes()[static_cast<size_t>(*dim < 0 ? *dim + rank : *dim)];
+  const int64_t d = checked_dim(*dim, t.dim(), [&] {
+    return detail::concat("in_dim ", *dim, " of argument ", arg, " (shape ",
+                          shape_string(t.sizes()), ")");
+  });
+  const int64_t size = t.sizes()[static_cast<size_t>(d)];
   if (batch_size_ < 0) {
     batch_size_ = size;
     first_batched_ = {arg, DimVector(t.sizes()), *dim};
@@ -111,11 +120,10 @@ Tensor VmapCall::unwrap_output(const Tensor& t, std::optional<int64_t> out_dim) 
                  shape_string(t.sizes()), "); give it an out_dim");
     return t;
   }
-  const int64_t rank = t.dim() + 1;
-  STRATA_CHECK(*out_dim >= -rank && *out_dim < rank, "vmap", "out_dim ", *out_dim,
-               " of an output whose samples have shape ", shape_string(t.sizes()),
-               " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-  const int64_t d = *out_dim < 0 ? *out_dim + rank : *out_dim;
+  const int64_t d = checked_dim(*out_dim, t.dim() + 1, [&] {
+    return detail::concat("out_dim ", *out_dim, " of an output whose samples have shape ",
+                          shape_string(t.sizes()));
+  });
   if (b == nullptr) {
     DimVector sizes(t.sizes());
     sizes.insert(static_cast<size_t>(d), chunk_size_);

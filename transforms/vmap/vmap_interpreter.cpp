@@ -11,15 +11,6 @@
 namespace strata::batching {
 namespace {
 
-// Random ops are the ones that take a generator.
-std::optional<size_t> generator_argument(const FunctionSchema& schema) {
-  const std::vector<Argument>& args = schema.arguments();
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].type.kind == SchemaType::Kind::Generator) return i;
-  }
-  return std::nullopt;
-}
-
 // The seed of sample `index`'s stream (splitmix64 of the seed and the index):
 // distinct per sample, and a pure function of the sample's place in the batch.
 uint64_t sample_seed(uint64_t seed, int64_t index) {
@@ -40,12 +31,13 @@ const char* to_string(Randomness randomness) {
   return "?";
 }
 
+// Random ops are the ones that take a generator.
 bool VmapInterpreter::default_process(const OperatorHandle& op) const {
-  return !generator_argument(op.schema());
+  return !op.entry().generator_argument_index();
 }
 
 void VmapInterpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
-  const std::optional<size_t> generator_arg = generator_argument(op.schema());
+  const std::optional<size_t> generator_arg = op.entry().generator_argument_index();
   if (!generator_arg) {
     Interpreter::process(op, keys, stack);
     return;
