@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 #include <strata/strata.h>
 
+#include "bench_support.h"
+
 namespace st = strata;
 namespace nn = strata::nn;
 
@@ -26,7 +28,7 @@ enum class Pass { Forward, BackwardInput, BackwardWeight };
 
 void run(benchmark::State& state, Pass pass) {
   const Layer& l = kLayers[state.range(0)];
-  st::cpu::set_num_threads(static_cast<int>(state.range(1)));
+  const bench::ThreadLimit threads(state.range(1));
   const st::Tensor input = st::full({l.batch, l.in_channels, l.size, l.size}, 0.5);
   const st::Tensor weight = st::full({l.out_channels, l.in_channels, l.kernel, l.kernel}, 0.25);
   const st::Tensor bias = st::full({l.out_channels}, 0.1);
@@ -47,7 +49,6 @@ void run(benchmark::State& state, Pass pass) {
   }
   state.counters["GFLOP/s"] =
       benchmark::Counter(l.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  st::cpu::set_num_threads(0);
 }
 
 void Conv2dForward(benchmark::State& state) { run(state, Pass::Forward); }

@@ -13,24 +13,19 @@
 
 #include <cstring>
 
+#include "bench_support.h"
+
 namespace st = strata;
 
 namespace {
 
 constexpr int64_t kFloatBytes = sizeof(float);
 
-// Sets the thread limit for one benchmark and restores the default after it.
-class ThreadLimit {
- public:
-  explicit ThreadLimit(int threads) { st::cpu::set_num_threads(threads); }
-  ~ThreadLimit() { st::cpu::set_num_threads(0); }
-};
-
 st::Tensor filled(int64_t n, double value) { return st::full({n}, value, st::kFloat32); }
 
 void Memcpy(benchmark::State& state) {
   const int64_t n = state.range(0);
-  ThreadLimit limit(static_cast<int>(state.range(1)));
+  const bench::ThreadLimit limit(state.range(1));
   st::Tensor src = filled(n, 1.0);
   st::Tensor dst = filled(n, 0.0);
   const char* from = static_cast<const char*>(src.data_ptr());
@@ -48,7 +43,7 @@ void Memcpy(benchmark::State& state) {
 template <class Op>
 void run_binary(benchmark::State& state, Op op) {
   const int64_t n = state.range(0);
-  ThreadLimit limit(static_cast<int>(state.range(1)));
+  const bench::ThreadLimit limit(state.range(1));
   st::Tensor a = filled(n, 1.5);
   st::Tensor b = filled(n, 2.0);
   for (auto _ : state) {
@@ -68,7 +63,7 @@ void Mul(benchmark::State& state) {
 
 void AddInPlace(benchmark::State& state) {
   const int64_t n = state.range(0);
-  ThreadLimit limit(static_cast<int>(state.range(1)));
+  const bench::ThreadLimit limit(state.range(1));
   st::Tensor a = filled(n, 1.5);
   st::Tensor b = filled(n, 0.0);
   for (auto _ : state) {
@@ -80,7 +75,7 @@ void AddInPlace(benchmark::State& state) {
 
 void Exp(benchmark::State& state) {
   const int64_t n = state.range(0);
-  ThreadLimit limit(static_cast<int>(state.range(1)));
+  const bench::ThreadLimit limit(state.range(1));
   st::Tensor x = filled(n, 0.5);
   for (auto _ : state) {
     st::Tensor y = x.exp();

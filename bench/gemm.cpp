@@ -15,6 +15,7 @@
 #include <Eigen/Core>
 #include <vector>
 
+#include "bench_support.h"
 #include "kernels/cpu/parallel.h"
 
 namespace st = strata;
@@ -28,12 +29,6 @@ void set_flops(benchmark::State& state, int64_t n) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Restores the default thread count when a benchmark ends.
-struct StrataThreads {
-  explicit StrataThreads(int threads) { st::cpu::set_num_threads(threads); }
-  ~StrataThreads() { st::cpu::set_num_threads(0); }
-};
-
 // Values in [-1, 1], row-major.
 st::Tensor random_matrix(int64_t n) {
   const RowMajorMatrix values = RowMajorMatrix::Random(n, n);
@@ -42,7 +37,7 @@ st::Tensor random_matrix(int64_t n) {
 
 void StrataMm(benchmark::State& state) {
   const int64_t n = state.range(0);
-  StrataThreads threads(static_cast<int>(state.range(1)));
+  const bench::ThreadLimit threads(state.range(1));
   const st::Tensor a = random_matrix(n);
   const st::Tensor b = random_matrix(n);
   for (auto _ : state) {
@@ -54,7 +49,7 @@ void StrataMm(benchmark::State& state) {
 
 void StrataMmTransposedA(benchmark::State& state) {
   const int64_t n = state.range(0);
-  StrataThreads threads(static_cast<int>(state.range(1)));
+  const bench::ThreadLimit threads(state.range(1));
   const st::Tensor storage = random_matrix(n);
   const st::Tensor a_t(st::make_intrusive<st::TensorImpl>(
       storage.impl()->storage(), st::kFloat32, st::IntArrayRef{n, n}, st::IntArrayRef{1, n}, 0));
@@ -70,17 +65,16 @@ void StrataMmTransposedA(benchmark::State& state) {
 void StrataBmmSmall(benchmark::State& state) {
   const int64_t batch = state.range(0);
   const int64_t n = state.range(1);
-  StrataThreads threads(1);
+  const bench::ThreadLimit threads(1);
   const RowMajorMatrix values = RowMajorMatrix::Random(batch * n, n);
-  const st::Tensor a = st::tensor(
-      std::vector<float>(values.data(), values.data() + batch * n * n), {batch, n, n});
+  const st::Tensor a =
+      st::tensor(std::vector<float>(values.data(), values.data() + batch * n * n), {batch, n, n});
   for (auto _ : state) {
     st::Tensor c = st::bmm(a, a);
     benchmark::DoNotOptimize(c.data_ptr());
   }
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * static_cast<double>(batch * n * n * n),
-                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(batch * n * n * n),
+                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(StrataBmmSmall)
     ->Args({4096, 4})

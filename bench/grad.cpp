@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.h"
+
 namespace st = strata;
 namespace nn = strata::nn;
 
@@ -44,7 +46,7 @@ st::Tensor mlp_loss(const Params& p, const st::Tensor& x, const st::Tensor& y) {
 
 void MlpBatchGrad(benchmark::State& state) {
   const int64_t batch = state.range(0);
-  st::cpu::set_num_threads(static_cast<int>(state.range(1)));
+  const bench::ThreadLimit threads(state.range(1));
   const Params params = mlp_params();
   const st::Tensor x = det({batch, 784}, 0.37);
   std::vector<int64_t> labels(static_cast<size_t>(batch));
@@ -55,7 +57,6 @@ void MlpBatchGrad(benchmark::State& state) {
     Params g = batch_grad(params, x, y);
     benchmark::DoNotOptimize(g.at("w1").data_ptr());
   }
-  st::cpu::set_num_threads(0);
 }
 
 constexpr int kChain = 64;

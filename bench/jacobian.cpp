@@ -4,7 +4,7 @@
 //              chunk_size C (0: the whole 10000-row basis at once)
 //   Jacfwd/C   jacfwd of the same (1000 input directions)
 // Counters: peak_MiB, the resident memory one call adds at its peak
-// (bench/peak_memory.h); jacobian_MiB, the result's size (38.1 MiB); peak_over_jacobian, their
+// (bench/bench_support.h); jacobian_MiB, the result's size (38.1 MiB); peak_over_jacobian, their
 // ratio. Every benchmark first checks its result against diag(1 - y²) W.
 #include <benchmark/benchmark.h>
 #include <strata/strata.h>
@@ -12,7 +12,7 @@
 #include <functional>
 #include <optional>
 
-#include "peak_memory.h"
+#include "bench_support.h"
 
 namespace st = strata;
 

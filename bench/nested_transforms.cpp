@@ -25,17 +25,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.h"
 #include "models.h"
 
 namespace st = strata;
 using models::det;
 
 namespace {
-
-struct Threads {
-  explicit Threads(int64_t n) { st::cpu::set_num_threads(static_cast<int>(n)); }
-  ~Threads() { st::cpu::set_num_threads(0); }
-};
 
 // Whether `got` matches `want` (shape, and values within models::agreement's Float32
 // tolerance); otherwise the benchmark is marked failed with what went wrong.
@@ -70,7 +66,7 @@ st::Tensor hessian_closed_form(const st::Tensor& x) {
 }
 
 void Hessian(benchmark::State& state) {
-  const Threads threads(state.range(1));
+  const bench::ThreadLimit threads(state.range(1));
   const st::Tensor x = det({state.range(0)}, 0.37);
   auto hessian = st::hessian(f_hess);
   if (!verified(state, "hessian", hessian(x), hessian_closed_form(x))) return;
@@ -78,7 +74,7 @@ void Hessian(benchmark::State& state) {
 }
 
 void HessianClosedForm(benchmark::State& state) {
-  const Threads threads(state.range(1));
+  const bench::ThreadLimit threads(state.range(1));
   const st::Tensor x = det({state.range(0)}, 0.37);
   time_calls(state, [&] { return hessian_closed_form(x); });
 }
@@ -88,7 +84,7 @@ void HessianClosedForm(benchmark::State& state) {
 st::Tensor sin_x_squared(const st::Tensor& x) { return x.sin() * x * x; }
 
 void GradCubed(benchmark::State& state) {
-  const Threads threads(state.range(0));
+  const bench::ThreadLimit threads(state.range(0));
   const st::Tensor x = st::full({}, 0.7, st::kFloat32);
   auto third = st::grad(st::grad(st::grad(sin_x_squared)));
   const st::Tensor closed_form = -x.cos() * x * x - 6.0 * x.sin() * x + 6.0 * x.cos();
@@ -97,7 +93,7 @@ void GradCubed(benchmark::State& state) {
 }
 
 void ScalarFunction(benchmark::State& state) {
-  const Threads threads(state.range(0));
+  const bench::ThreadLimit threads(state.range(0));
   const st::Tensor x = st::full({}, 0.7, st::kFloat32);
   time_calls(state, [&] { return sin_x_squared(x); });
 }
@@ -108,7 +104,7 @@ st::Tensor g4(const st::Tensor& a) { return a.sin() * a + a * a; }
 
 template <class F>
 void run_g4(benchmark::State& state, const std::string& what, F g) {
-  const Threads threads(state.range(0));
+  const bench::ThreadLimit threads(state.range(0));
   const st::Tensor x = det({64, 64}, 0.37);
   if (!verified(state, what, g(x), g4(x))) return;
   time_calls(state, [&] { return g(x); });
@@ -136,7 +132,7 @@ struct TanhMlp {
 
 template <class MakeJacobian>
 void run_jacobian(benchmark::State& state, const std::string& what, MakeJacobian make) {
-  const Threads threads(state.range(0));
+  const bench::ThreadLimit threads(state.range(0));
   const TanhMlp mlp;
   const st::Tensor x = det({64}, 0.37);
   auto jacobian = make([&mlp](const st::Tensor& t) { return mlp(t); });
@@ -152,7 +148,7 @@ void Jacfwd(benchmark::State& state) {
 }
 
 void VmapJacrev(benchmark::State& state) {
-  const Threads threads(state.range(0));
+  const bench::ThreadLimit threads(state.range(0));
   const TanhMlp mlp;
   const st::Tensor xs = det({32, 64}, 0.37);
   auto jacobians = st::vmap(st::jacrev([&mlp](const st::Tensor& t) { return mlp(t); }));
@@ -164,7 +160,7 @@ void VmapJacrev(benchmark::State& state) {
 }
 
 void JacobianAnalytic(benchmark::State& state) {
-  const Threads threads(state.range(0));
+  const bench::ThreadLimit threads(state.range(0));
   const TanhMlp mlp;
   const st::Tensor x = det({64}, 0.37);
   time_calls(state, [&] { return mlp.analytic_jacobian(x); });
@@ -190,14 +186,14 @@ Fn nested(int levels, Transform transform) {
 }
 
 void DepthEager(benchmark::State& state) {
-  const Threads threads(1);
+  const bench::ThreadLimit threads(1);
   const st::Tensor x = st::full({}, 0.7, st::kFloat32);
   time_calls(state, [&] { return ten_ops(x); });
 }
 
 // Samples of x's 2^L values, batched by L vmaps.
 void DepthVmap(benchmark::State& state) {
-  const Threads threads(1);
+  const bench::ThreadLimit threads(1);
   const int levels = static_cast<int>(state.range(0));
   const st::Tensor x = det(st::Shape(std::vector<int64_t>(static_cast<size_t>(levels), 2)), 0.37);
   const Fn f = nested(levels, [](const Fn& g) -> Fn { return st::vmap(g); });
@@ -208,7 +204,7 @@ void DepthVmap(benchmark::State& state) {
 // The L-th derivative at 0.7. It is checked in Float64 against central differences of
 // the (L-1)-th, which DepthGrad/(L-1) checks in turn (the 0-th is the function itself).
 void DepthGrad(benchmark::State& state) {
-  const Threads threads(1);
+  const bench::ThreadLimit threads(1);
   const int levels = static_cast<int>(state.range(0));
   const Fn f = nested(levels, [](const Fn& g) -> Fn { return st::grad(g); });
   const Fn below = nested(levels - 1, [](const Fn& g) -> Fn { return st::grad(g); });

@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "bench_support.h"
 #include "kernels/cpu/parallel.h"
 
 namespace st = strata;
@@ -20,16 +21,9 @@ namespace {
 constexpr int64_t k16M = int64_t{1} << 24;
 constexpr int64_t kSide = 4096;
 
-// Sets the thread count for one benchmark and restores the default after it.
-class ThreadScope {
- public:
-  explicit ThreadScope(int threads) { st::cpu::set_num_threads(threads); }
-  ~ThreadScope() { st::cpu::set_num_threads(0); }
-};
-
 template <class F>
 void run_reduction(benchmark::State& state, const st::Tensor& x, F&& f) {
-  ThreadScope threads(static_cast<int>(state.range(0)));
+  const bench::ThreadLimit threads(state.range(0));
   for (auto _ : state) {
     st::Tensor out = f(x);
     benchmark::DoNotOptimize(out.data_ptr());

@@ -11,7 +11,7 @@
 //   VmapAddChain/L    64 adds on a [4] sample under L nested vmaps (batch 2 each);
 //                     counters ns/op and, against the eager chain timed alongside,
 //                     ns/op/level = (t_L - t_eager) / (64 L)
-// Counter peak_MiB: the resident memory one call adds at its peak (bench/peak_memory.h).
+// Counter peak_MiB: the resident memory one call adds at its peak (bench/bench_support.h).
 #include <benchmark/benchmark.h>
 #include <strata/strata.h>
 
@@ -21,8 +21,8 @@
 #include <optional>
 #include <string>
 
+#include "bench_support.h"
 #include "models.h"
-#include "peak_memory.h"
 
 namespace st = strata;
 using models::Params;
@@ -38,14 +38,9 @@ void count_peak_memory(benchmark::State& state, const std::function<void()>& f) 
   }
 }
 
-struct ThreadScope {
-  explicit ThreadScope(int64_t threads) { st::cpu::set_num_threads(static_cast<int>(threads)); }
-  ~ThreadScope() { st::cpu::set_num_threads(0); }
-};
-
 template <class F>
 void run_per_sample(benchmark::State& state, F per_sample) {
-  ThreadScope threads(state.range(1));
+  const bench::ThreadLimit threads(state.range(1));
   count_peak_memory(state, [&] { per_sample(); });
   for (auto _ : state) {
     Params g = per_sample();
