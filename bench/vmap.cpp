@@ -29,7 +29,7 @@ using models::Params;
 
 namespace {
 
-// Sets counter peak_MiB for one call of f (see bench/peak_memory.h); left out
+// Sets counter peak_MiB for one call of f (see bench/bench_support.h); left out
 // where the kernel does not let the high-water mark be reset.
 void count_peak_memory(benchmark::State& state, const std::function<void()>& f) {
   f();  // first-call costs (thread pools, code pages) are not the workload's
