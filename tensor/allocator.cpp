@@ -1,8 +1,8 @@
 #include "tensor/allocator.h"
 
 #include <array>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -55,14 +55,29 @@ void* system_allocate(size_t bytes) {
   return p;
 }
 
+// A free block of a size class holds the pointer to the next one, so taking and
+// returning a block are a few loads and stores (one op under a transform makes
+// a dozen small blocks: tensors, wrappers, graph nodes, argument stacks).
+struct FreeBlock {
+  FreeBlock* next;
+};
+
+struct FreeList {
+  FreeBlock* head = nullptr;
+  size_t count = 0;
+};
+
 struct ThreadCache {
-  std::array<std::vector<void*>, kNumThreadClasses> free_lists;
+  std::array<FreeList, kNumThreadClasses> free_lists;
   size_t bytes_cached = 0;
   ~ThreadCache() { release(); }
   void release() {
-    for (auto& list : free_lists) {
-      for (void* p : list) system_free(p);
-      list.clear();
+    for (FreeList& list : free_lists) {
+      while (FreeBlock* block = list.head) {
+        list.head = block->next;
+        system_free(block);
+      }
+      list.count = 0;
     }
     bytes_cached = 0;
   }
@@ -153,12 +168,12 @@ void* cached_host_allocate(size_t nbytes) {
   if (g_caching.load(std::memory_order_relaxed)) {
     if (bytes <= kThreadCacheMaxBytes) {
       if (ThreadCache* cache = thread_cache()) {
-        auto& list = cache->free_lists[thread_class(bytes)];
-        if (!list.empty()) {
-          void* p = list.back();
-          list.pop_back();
+        FreeList& list = cache->free_lists[thread_class(bytes)];
+        if (FreeBlock* block = list.head) {
+          list.head = block->next;
+          --list.count;
           cache->bytes_cached -= bytes;
-          return p;
+          return block;
         }
       }
     } else if (void* p = shared_cache().take(bytes)) {
@@ -173,10 +188,14 @@ void cached_host_deallocate(void* ptr, size_t nbytes) {
   if (g_caching.load(std::memory_order_relaxed)) {
     if (bytes <= kThreadCacheMaxBytes) {
       ThreadCache* cache = thread_cache();
-      if (cache && cache->free_lists[thread_class(bytes)].size() * bytes < kThreadCacheBytesPerClass) {
-        cache->free_lists[thread_class(bytes)].push_back(ptr);
-        cache->bytes_cached += bytes;
-        return;
+      if (cache) {
+        FreeList& list = cache->free_lists[thread_class(bytes)];
+        if (list.count * bytes < kThreadCacheBytesPerClass) {
+          list.head = new (ptr) FreeBlock{list.head};
+          ++list.count;
+          cache->bytes_cached += bytes;
+          return;
+        }
       }
     } else if (shared_cache().put(ptr, bytes)) {
       return;
@@ -187,8 +206,8 @@ void cached_host_deallocate(void* ptr, size_t nbytes) {
 
 Allocator* allocator_for(DeviceType type) {
   Allocator* a = allocator_table()[static_cast<int>(type)].load(std::memory_order_acquire);
-  STRATA_CHECK(a != nullptr, "allocator", "no allocator for device type ",
-               Device(type).str(), ": Strata was built without that backend");
+  STRATA_CHECK(a != nullptr, "allocator", "no allocator for device type ", Device(type).str(),
+               ": Strata was built without that backend");
   return a;
 }
 
@@ -198,8 +217,8 @@ void register_allocator(DeviceType type, Allocator* allocator) {
 
 CpuAllocatorStats cpu_allocator_stats() {
   ThreadCache* cache = thread_cache();
-  return {cache ? cache->bytes_cached : 0, g_shared_bytes_cached.load(), g_system_allocations.load(),
-          g_system_frees.load()};
+  return {cache ? cache->bytes_cached : 0, g_shared_bytes_cached.load(),
+          g_system_allocations.load(), g_system_frees.load()};
 }
 
 void set_cpu_allocator_caching(bool enabled) {

@@ -131,6 +131,18 @@ void run_elementwise(const ElementwiseLayout& layout, RowFn fn, void* ctx) {
     });
     return;
   }
+  if (layout.shape.size() == 2 && layout.numel <= kElementwiseGrain) {
+    // Whole rows of a matrix on this thread (a batch of short samples against
+    // one broadcast sample, under vmap): step each pointer by its row stride.
+    std::array<char*, kMaxOperands> ptrs = layout.data;
+    std::array<int64_t, kMaxOperands> inner{};
+    for (int op = 0; op < layout.num_operands; ++op) inner[op] = layout.strides[op][1];
+    for (int64_t row = 0; row < layout.shape[0]; ++row) {
+      fn(ctx, ptrs.data(), inner.data(), layout.shape[1]);
+      for (int op = 0; op < layout.num_operands; ++op) ptrs[op] += layout.strides[op][0];
+    }
+    return;
+  }
   parallel_for(0, layout.numel, kElementwiseGrain,
                [&](int64_t begin, int64_t end) { run_range(layout, begin, end, fn, ctx); });
 }

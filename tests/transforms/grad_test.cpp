@@ -178,6 +178,22 @@ TEST(Vjp, CallableMoreThanOnceWithTreeOutputs) {
   }
 }
 
+// Gradients that meet are summed in place when the backward pass alone holds the
+// sum; a cotangent the caller holds, or a gradient handed to several inputs,
+// must never be the buffer that is written.
+TEST(Vjp, AccumulationLeavesCotangentsAndSharedGradientsIntact) {
+  Tensor x = tensor({1.0, -2.0}, {2});
+  auto [out, vjp_fn] = vjp([](const Tensor& t) { return t + t + t * t; }, x);
+  Tensor cotangent = tensor({1.0, 10.0}, {2});
+  for (int rep = 0; rep < 2; ++rep) {
+    expect_values(std::get<0>(vjp_fn(cotangent)), {1.0 * (2 + 2 * 1.0), 10.0 * (2 + 2 * -2.0)});
+    expect_values(cotangent, {1.0, 10.0});
+  }
+  Tensor y = tensor({0.5, 3.0}, {2});
+  Tensor g = grad([&y](const Tensor& t) { return (t + y + t + t).sum() + (t * y).sum(); })(x);
+  expect_values(g, {3.5, 6.0});
+  expect_values(y, {0.5, 3.0});
+}
 TEST(Vjp, OneVjpFunctionUsedBySeveralThreadsAtOnce) {
   Tensor x = tensor({0.2, -0.4, 1.5}, {3});
   auto [out, vjp_fn] = vjp([](const Tensor& t) { return (t.sin() * t).exp(); }, x);

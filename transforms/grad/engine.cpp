@@ -3,6 +3,7 @@
 
 #include "tensor/error.h"
 #include "transforms/grad/node.h"
+#include "transforms/layer_stack.h"
 
 namespace strata::autograd {
 
@@ -112,10 +113,27 @@ class ScratchLease {
   std::unique_ptr<Scratch> scratch_;
 };
 
+// Whether `sum` may take `grad` in place: both are plain tensors (no outer
+// transform records the write or differentiates the sum), and nothing but this
+// pass holds `sum` or its memory, so no one else sees it change (and, being
+// contiguous, no two of its elements share memory).
+bool can_accumulate_in_place(const Tensor& sum, const Tensor& grad) {
+  const auto plain = [](const Tensor& t) { return (t.key_set() & kAllTransformKeys).empty(); };
+  const TensorImpl& impl = *sum.impl();
+  return plain(sum) && plain(grad) && impl.use_count() == 1 && impl.has_storage() &&
+         impl.storage()->use_count() == 1 && impl.is_contiguous() && sum.dtype() == grad.dtype() &&
+         sum.sizes() == grad.sizes();
+}
+
 void accumulate(NodeVector<Tensor>& grads, uint32_t index, Tensor grad) {
-  Tensor& slot = grads[index];
-  // Out of place: the sum may itself be differentiated by an outer level.
-  slot = slot.defined() ? slot.add(grad) : std::move(grad);
+  Tensor& sum = grads[index];
+  if (!sum.defined()) {
+    sum = std::move(grad);
+  } else if (can_accumulate_in_place(sum, grad)) {
+    sum.add_(grad);
+  } else {
+    sum = sum.add(grad);
+  }
 }
 
 }  // namespace
