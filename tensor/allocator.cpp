@@ -69,8 +69,15 @@ struct FreeList {
 
 struct ThreadCache {
   std::array<FreeList, kNumThreadClasses> free_lists;
-  size_t bytes_cached = 0;
   ~ThreadCache() { release(); }
+  // Derived from the counts, so the hot path keeps one counter per list.
+  size_t bytes_cached() const {
+    size_t bytes = 0;
+    for (size_t c = 0; (size_t{1} << (c + kMinClassLog2)) <= kThreadCacheMaxBytes; ++c) {
+      bytes += free_lists[c].count << (c + kMinClassLog2);
+    }
+    return bytes;
+  }
   void release() {
     for (FreeList& list : free_lists) {
       while (FreeBlock* block = list.head) {
@@ -79,7 +86,6 @@ struct ThreadCache {
       }
       list.count = 0;
     }
-    bytes_cached = 0;
   }
 };
 
@@ -172,7 +178,6 @@ void* cached_host_allocate(size_t nbytes) {
         if (FreeBlock* block = list.head) {
           list.head = block->next;
           --list.count;
-          cache->bytes_cached -= bytes;
           return block;
         }
       }
@@ -193,7 +198,6 @@ void cached_host_deallocate(void* ptr, size_t nbytes) {
         if (list.count * bytes < kThreadCacheBytesPerClass) {
           list.head = new (ptr) FreeBlock{list.head};
           ++list.count;
-          cache->bytes_cached += bytes;
           return;
         }
       }
@@ -217,7 +221,7 @@ void register_allocator(DeviceType type, Allocator* allocator) {
 
 CpuAllocatorStats cpu_allocator_stats() {
   ThreadCache* cache = thread_cache();
-  return {cache ? cache->bytes_cached : 0, g_shared_bytes_cached.load(),
+  return {cache ? cache->bytes_cached() : 0, g_shared_bytes_cached.load(),
           g_system_allocations.load(), g_system_frees.load()};
 }
 
