@@ -1,8 +1,8 @@
 #pragma once
 
-// Elementwise operators (ops/elementwise_unary.cpp, ops/elementwise_binary.cpp):
-// broadcasting (NumPy rules) and type promotion (result_type). Numbers on either
-// side of an operator take part as wrapped numbers.
+// Elementwise operators (ops/elementwise_unary.cpp, ops/elementwise_binary.cpp,
+// ops/elementwise_fused.cpp): broadcasting (NumPy rules) and type promotion
+// (result_type). Numbers on either side of an operator take part as wrapped numbers.
 
 #include <optional>
 
@@ -21,6 +21,9 @@ Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 // condition ? a : b, broadcasting all three; condition must be Bool.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+// self + value * tensor1 * tensor2 in one pass, broadcasting all three.
+Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
+               const Scalar& value = 1);
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 
 Tensor operator-(const Tensor& t);

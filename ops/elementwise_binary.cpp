@@ -236,6 +236,13 @@ struct MulPartials {
   }
 };
 
+// t_a b + a t_b with the second product fused into the sum: two passes over the
+// tangents instead of three.
+void mul_forward(ForwardContext& c) {
+  if (!c.has_tangent(0) || !c.has_tangent(1)) return forward_by<MulPartials>(c);
+  c.set_tangent(0, addcmul(c.tangent(0) * c.input(1), c.input(0), c.tangent(1)));
+}
+
 struct DivPartials {
   template <class C>
   static Tensor apply(const C& c, size_t arg, const Tensor& t) {
@@ -293,7 +300,8 @@ void where_forward(ForwardContext& c) {
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   const KernelFunction add = by_partials<AddPartials<1>>(0);
   const KernelFunction sub = by_partials<AddPartials<-1>>(0);
-  const KernelFunction mul = by_partials<MulPartials>(args(0, 1));
+  const KernelFunction mul = derivative(
+      {.backward = &backward_by<MulPartials>, .forward = &mul_forward, .saved_inputs = args(0, 1)});
   const KernelFunction div = by_partials<DivPartials>(args(1), args(0));
   m.impl("add.Tensor", add);
   m.impl("add_.Tensor", add);

@@ -47,8 +47,8 @@ void check_in_place(const Tensor& self, ScalarType result_dtype, IntArrayRef res
                shape_string(result_shape));
 }
 
-void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op) {
-  STRATA_CHECK(is_floating_point(dtype) || !alpha.is_floating_point(), op, "alpha ", alpha,
+void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const char* what) {
+  STRATA_CHECK(is_floating_point(dtype) || !alpha.is_floating_point(), op, what, " ", alpha,
                " is a floating-point number but the result dtype is ", dtype);
 }
 

@@ -42,8 +42,9 @@ ScalarType floating_dtype(ScalarType dtype);
 void check_in_place(const Tensor& self, ScalarType result_dtype, IntArrayRef result_shape,
                     const char* op);
 
-// A floating-point alpha needs a floating-point result.
-void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op);
+// A floating-point alpha (or addcmul's value: `what` names it) needs a
+// floating-point result.
+void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const char* what = "alpha");
 
 // Arithmetic without a Bool meaning (neg, sub, pow, ...) rejects Bool inputs.
 void check_not_bool(ScalarType dtype, const char* op);

@@ -86,6 +86,10 @@ void compare_kernel(CompareOp op, const Tensor& out, const Tensor& a, const Tens
 // out = condition ? a : b; condition is Bool, a and b have out's dtype.
 void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b);
 
+// out = self + value * a * b, in one pass; all have out's dtype (Int64 or floating).
+void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
+                    const Scalar& value);
+
 // out = a + alpha * b (binary_kernel with BinaryOp::Add).
 void add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha);
 // out = value, and out = src (broadcast, converting dtype).

@@ -1,6 +1,8 @@
-// Binary and ternary elementwise kernels: arithmetic, comparisons, where.
+// Binary and ternary elementwise kernels: arithmetic, comparisons, where, addcmul.
+#include <array>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cpu/elementwise_rows.h"
 #include "tensor/scalar.h"
@@ -157,6 +159,58 @@ void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, c
       }
     };
     run_rows(make_elementwise_layout(out, {&condition, &a, &b}), row);
+  });
+}
+
+namespace {
+
+// A contiguous output row with each input either contiguous or broadcast (stride
+// 0, bit k of kBroadcast for input k): one loop per pattern, so each vectorizes
+// with the broadcast value hoisted.
+template <class T, int kBroadcast>
+void addcmul_row(char** data, int64_t n, T v) {
+  T* out = reinterpret_cast<T*>(data[0]);
+  const T* x = reinterpret_cast<const T*>(data[1]);
+  const T* y = reinterpret_cast<const T*>(data[2]);
+  const T* z = reinterpret_cast<const T*>(data[3]);
+  constexpr int64_t sx = kBroadcast & 1 ? 0 : 1;
+  constexpr int64_t sy = kBroadcast & 2 ? 0 : 1;
+  constexpr int64_t sz = kBroadcast & 4 ? 0 : 1;
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i * sx] + v * y[i * sy] * z[i * sz];
+}
+
+template <class T, int... kPatterns>
+constexpr std::array<void (*)(char**, int64_t, T), sizeof...(kPatterns)> addcmul_rows(
+    std::integer_sequence<int, kPatterns...>) {
+  return {&addcmul_row<T, kPatterns>...};
+}
+
+}  // namespace
+
+void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
+                    const Scalar& value) {
+  STRATA_CHECK(self.dtype() == out.dtype() && a.dtype() == out.dtype() && b.dtype() == out.dtype(),
+               "strata::addcmul", "kernel expects inputs of the output's dtype ", out.dtype(),
+               ", got ", self.dtype(), ", ", a.dtype(), " and ", b.dtype());
+  dispatch_numeric(out.dtype(), "strata::addcmul", [&](auto tag) {
+    using T = decltype(tag);
+    static constexpr auto kRows = addcmul_rows<T>(std::make_integer_sequence<int, 8>());
+    const T v = value.to<T>();
+    auto row = [v](char** data, const int64_t* s, int64_t n) {
+      int pattern = 0;
+      bool unit_or_broadcast = s[0] == sizeof(T);
+      for (int k = 0; k < 3; ++k) {
+        if (s[k + 1] == 0) pattern |= 1 << k;
+        unit_or_broadcast &= s[k + 1] == 0 || s[k + 1] == sizeof(T);
+      }
+      if (unit_or_broadcast) return kRows[pattern](data, n, v);
+      for (int64_t i = 0; i < n; ++i) {
+        element<T>(data[0], s[0], i) =
+            element<const T>(data[1], s[1], i) +
+            v * element<const T>(data[2], s[2], i) * element<const T>(data[3], s[3], i);
+      }
+    };
+    run_rows(make_elementwise_layout(out, {&self, &a, &b}), row);
   });
 }
 

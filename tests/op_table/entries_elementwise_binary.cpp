@@ -107,6 +107,60 @@ OpInfo pow_entry() {
   return info;
 }
 
+// Three-way broadcasts and layouts, then promotion: tensor2 in each other numeric
+// dtype, and a wrapped number.
+std::vector<Sample> addcmul_samples(ScalarType dtype) {
+  using L = Layout;
+  struct Case {
+    ShapeCase self, tensor1, tensor2;
+  };
+  const std::vector<Case> cases{
+      {{{3, 4}, L::Contiguous}, {{3, 4}, L::Contiguous}, {{3, 4}, L::Contiguous}},
+      {{{3, 1}, L::Contiguous}, {{1, 4}, L::Contiguous}, {{}, L::Contiguous}},
+      {{{}, L::Contiguous}, {{3, 4}, L::Transposed}, {{3, 4}, L::Sliced}},
+      {{{2, 3, 4}, L::Transposed}, {{4}, L::Contiguous}, {{3, 1}, L::Contiguous}},
+      {{{3, 4}, L::Expanded}, {{3, 4}, L::Sliced}, {{4}, L::Contiguous}},
+      {{{0, 3}, L::Contiguous}, {{3}, L::Contiguous}, {{}, L::Contiguous}},
+  };
+  std::vector<Sample> samples;
+  for (const Case& c : cases) {
+    samples.push_back(
+        {c.self.description() + " + " + c.tensor1.description() + " * " + c.tensor2.description(),
+         {make_tensor(c.self.sizes, dtype, c.self.layout, -2, 2, 1),
+          make_tensor(c.tensor1.sizes, dtype, c.tensor1.layout, -2, 2, 2),
+          make_tensor(c.tensor2.sizes, dtype, c.tensor2.layout, -2, 2, 3)},
+         {}});
+  }
+  for (ScalarType other : numeric_dtypes()) {
+    if (other == dtype) continue;
+    samples.push_back({std::string("tensor2 ") + to_string(other),
+                       {make_tensor({3, 4}, dtype), make_tensor({4}, dtype, -2, 2, 1),
+                        make_tensor({3, 1}, other, -2, 2, 2)},
+                       {}});
+  }
+  samples.push_back(
+      {"tensor2 a wrapped 2.5",
+       {make_tensor({3, 4}, dtype), make_tensor({4}, dtype, -2, 2, 1), wrapped_scalar_tensor(2.5)},
+       {}});
+  return samples;
+}
+
+OpInfo addcmul_entry(std::string name, Scalar value, std::vector<ScalarType> dtypes) {
+  OpInfo info;
+  info.name = std::move(name);
+  info.dtypes = std::move(dtypes);
+  info.samples = addcmul_samples;
+  info.op = [value](const std::vector<Tensor>& in, const Stack&) {
+    return std::vector<Tensor>{addcmul(in[0], in[1], in[2], value)};
+  };
+  info.reference = [value](const std::vector<Tensor>& in, const Stack&) {
+    return std::vector<Tensor>{map_nary(
+        in, reference_result_type(in),
+        [v = value.to_double()](const std::vector<double>& x) { return x[0] + v * x[1] * x[2]; })};
+  };
+  return with_float_results_for_integer_inputs(std::move(info));
+}
+
 }  // namespace
 
 STRATA_OP_INFOS(elementwise_binary) {
@@ -173,6 +227,9 @@ STRATA_OP_INFOS(elementwise_binary) {
   add_info(in_place_entry(
       "div_", [](const Tensor& s, const Tensor& o) { s.div_(o); }, divide, floating_dtypes(),
       /*floating_result=*/true));
+
+  add_info(addcmul_entry("addcmul", 1, numeric_dtypes()));
+  add_info(addcmul_entry("addcmul(value=0.5)", 0.5, floating_dtypes()));
 
   // The C++ operators with a number on either side (x * 2.5, 3 - x, ...): the number
   // is a wrapped number, so Int64 * 2.5 is Float32, Int64 * 2 stays Int64 and

@@ -30,6 +30,8 @@ TEST(ElementwiseErrors, NonBroadcastableShapesNameBothShapesAndTheOp) {
                   {"strata::where", "[2, 3]", "[4]"});
   expect_contains(error_message([&] { st::where(st::zeros({5}, st::kBool), a, a); }),
                   {"strata::where", "[5]", "[2, 3]"});
+  expect_contains(error_message([&] { st::addcmul(a, a, b); }),
+                  {"strata::addcmul", "[2, 3]", "[4]"});
 }
 
 TEST(ElementwiseErrors, WhereNeedsABoolCondition) {
@@ -69,6 +71,8 @@ TEST(ElementwiseErrors, FloatAlphaNeedsAFloatingResult) {
   expect_contains(error_message([&] { st::sub(i, i, 1.5); }),
                   {"strata::sub", "alpha", "1.5", "Int64"});
   expect_contains(error_message([&] { i.sub_(i, 2.5); }), {"strata::sub_", "alpha", "Int64"});
+  expect_contains(error_message([&] { st::addcmul(i, i, i, 0.5); }),
+                  {"strata::addcmul", "value", "0.5", "Int64"});
   // A float alpha is fine once a float operand makes the result floating.
   EXPECT_EQ(st::add(i, float_tensor({3}), 0.5).dtype(), st::kFloat32);
 }
@@ -93,6 +97,7 @@ TEST(ElementwiseErrors, ArithmeticWithoutBoolMeaningRejectsBool) {
   expect_contains(error_message([&] { b.abs(); }), {"strata::abs", "Bool"});
   expect_contains(error_message([&] { b.relu_(); }), {"strata::relu_", "Bool"});
   expect_contains(error_message([&] { st::pow(b, b); }), {"strata::pow", "Bool"});
+  expect_contains(error_message([&] { st::addcmul(b, b, b); }), {"strata::addcmul", "Bool"});
   expect_contains(error_message([&] { b.clamp(false, true); }), {"strata::clamp", "Bool"});
 }
 
