@@ -113,6 +113,24 @@ void run_range(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowF
   }
 }
 
+// Rows [begin, end) of a 2-D layout, each pointer stepping by its row stride.
+void run_matrix_rows(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowFn fn,
+                     void* ctx) {
+  const int nops = layout.num_operands;
+  std::array<char*, kMaxOperands> ptrs{};
+  std::array<int64_t, kMaxOperands> inner{};
+  std::array<int64_t, kMaxOperands> outer{};
+  for (int op = 0; op < nops; ++op) {
+    inner[op] = layout.strides[op][1];
+    outer[op] = layout.strides[op][0];
+    ptrs[op] = layout.data[op] + begin * outer[op];
+  }
+  for (int64_t row = begin; row < end; ++row) {
+    fn(ctx, ptrs.data(), inner.data(), layout.shape[1]);
+    for (int op = 0; op < nops; ++op) ptrs[op] += outer[op];
+  }
+}
+
 }  // namespace
 
 void run_elementwise(const ElementwiseLayout& layout, RowFn fn, void* ctx) {
@@ -131,16 +149,12 @@ void run_elementwise(const ElementwiseLayout& layout, RowFn fn, void* ctx) {
     });
     return;
   }
-  if (layout.shape.size() == 2 && layout.numel <= kElementwiseGrain) {
-    // Whole rows of a matrix on this thread (a batch of short samples against
-    // one broadcast sample, under vmap): step each pointer by its row stride.
-    std::array<char*, kMaxOperands> ptrs = layout.data;
-    std::array<int64_t, kMaxOperands> inner{};
-    for (int op = 0; op < layout.num_operands; ++op) inner[op] = layout.strides[op][1];
-    for (int64_t row = 0; row < layout.shape[0]; ++row) {
-      fn(ctx, ptrs.data(), inner.data(), layout.shape[1]);
-      for (int op = 0; op < layout.num_operands; ++op) ptrs[op] += layout.strides[op][0];
-    }
+  if (layout.shape.size() == 2 && layout.shape[1] < kElementwiseGrain) {
+    // A matrix of short rows (a batch of samples against one broadcast sample,
+    // under vmap): chunks of whole rows, with no multi-index to keep.
+    const int64_t rows_per_chunk = kElementwiseGrain / layout.shape[1];
+    parallel_for(0, layout.shape[0], rows_per_chunk,
+                 [&](int64_t begin, int64_t end) { run_matrix_rows(layout, begin, end, fn, ctx); });
     return;
   }
   parallel_for(0, layout.numel, kElementwiseGrain,
