@@ -52,8 +52,8 @@ ElementwiseLayout make_elementwise_layout(const Tensor& out,
   }
 
   // Merge dim d into the running dim when every operand steps through both as one.
-  DimVector shape;
-  std::array<DimVector, kMaxOperands> merged;
+  DimVector& shape = layout.shape;
+  std::array<DimVector, kMaxOperands>& merged = layout.strides;
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t size = out.sizes()[d];
     if (size == 1) continue;
@@ -69,8 +69,6 @@ ElementwiseLayout make_elementwise_layout(const Tensor& out,
       for (int op = 0; op < layout.num_operands; ++op) merged[op].push_back(strides[op][d]);
     }
   }
-  layout.shape = shape;
-  layout.strides = merged;
   return layout;
 }
 
