@@ -15,6 +15,24 @@
 
 namespace strata::testing {
 
+// Shapes and layouts of three operands that broadcast together (where, addcmul).
+struct TernaryCase {
+  ShapeCase first, second, third;
+};
+inline const std::vector<TernaryCase>& ternary_cases() {
+  using L = Layout;
+  static const std::vector<TernaryCase> cases{
+      {{{3, 4}, L::Contiguous}, {{3, 4}, L::Contiguous}, {{3, 4}, L::Contiguous}},
+      {{{3, 1}, L::Contiguous}, {{1, 4}, L::Contiguous}, {{}, L::Contiguous}},
+      {{{}, L::Contiguous}, {{3, 4}, L::Transposed}, {{3, 4}, L::Sliced}},
+      {{{2, 3, 4}, L::Transposed}, {{4}, L::Contiguous}, {{3, 1}, L::Contiguous}},
+      {{{3, 4}, L::Expanded}, {{3, 4}, L::Sliced}, {{4}, L::Contiguous}},
+      {{{0, 3}, L::Contiguous}, {{3}, L::Contiguous}, {{}, L::Contiguous}},
+      {{{}, L::Contiguous}, {{}, L::Contiguous}, {{}, L::Contiguous}},
+  };
+  return cases;
+}
+
 // A copy of t with t's strides and storage offset, in storage of its own: an
 // in-place op on it sees t's layout and leaves t (which the reference reads) alone.
 inline Tensor copy_keeping_layout(const Tensor& t) {

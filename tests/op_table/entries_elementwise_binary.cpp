@@ -110,25 +110,13 @@ OpInfo pow_entry() {
 // Three-way broadcasts and layouts, then promotion: tensor2 in each other numeric
 // dtype, and a wrapped number.
 std::vector<Sample> addcmul_samples(ScalarType dtype) {
-  using L = Layout;
-  struct Case {
-    ShapeCase self, tensor1, tensor2;
-  };
-  const std::vector<Case> cases{
-      {{{3, 4}, L::Contiguous}, {{3, 4}, L::Contiguous}, {{3, 4}, L::Contiguous}},
-      {{{3, 1}, L::Contiguous}, {{1, 4}, L::Contiguous}, {{}, L::Contiguous}},
-      {{{}, L::Contiguous}, {{3, 4}, L::Transposed}, {{3, 4}, L::Sliced}},
-      {{{2, 3, 4}, L::Transposed}, {{4}, L::Contiguous}, {{3, 1}, L::Contiguous}},
-      {{{3, 4}, L::Expanded}, {{3, 4}, L::Sliced}, {{4}, L::Contiguous}},
-      {{{0, 3}, L::Contiguous}, {{3}, L::Contiguous}, {{}, L::Contiguous}},
-  };
   std::vector<Sample> samples;
-  for (const Case& c : cases) {
+  for (const TernaryCase& c : ternary_cases()) {
     samples.push_back(
-        {c.self.description() + " + " + c.tensor1.description() + " * " + c.tensor2.description(),
-         {make_tensor(c.self.sizes, dtype, c.self.layout, -2, 2, 1),
-          make_tensor(c.tensor1.sizes, dtype, c.tensor1.layout, -2, 2, 2),
-          make_tensor(c.tensor2.sizes, dtype, c.tensor2.layout, -2, 2, 3)},
+        {c.first.description() + " + " + c.second.description() + " * " + c.third.description(),
+         {make_tensor(c.first.sizes, dtype, c.first.layout, -2, 2, 1),
+          make_tensor(c.second.sizes, dtype, c.second.layout, -2, 2, 2),
+          make_tensor(c.third.sizes, dtype, c.third.layout, -2, 2, 3)},
          {}});
   }
   for (ScalarType other : numeric_dtypes()) {

@@ -50,26 +50,13 @@ OpInfo scalar_comparison_entry(std::string name, std::function<Tensor(const Tens
 }
 
 std::vector<Sample> where_samples(ScalarType dtype) {
-  using L = Layout;
-  struct Case {
-    ShapeCase condition, a, b;
-  };
-  const std::vector<Case> cases{
-      {{{3, 4}, L::Contiguous}, {{3, 4}, L::Contiguous}, {{3, 4}, L::Contiguous}},
-      {{{3, 1}, L::Contiguous}, {{1, 4}, L::Contiguous}, {{}, L::Contiguous}},
-      {{{}, L::Contiguous}, {{3, 4}, L::Transposed}, {{3, 4}, L::Sliced}},
-      {{{2, 3, 4}, L::Transposed}, {{4}, L::Contiguous}, {{3, 1}, L::Contiguous}},
-      {{{3, 4}, L::Expanded}, {{3, 4}, L::Sliced}, {{4}, L::Contiguous}},
-      {{{0, 3}, L::Contiguous}, {{3}, L::Contiguous}, {{}, L::Contiguous}},
-      {{{}, L::Contiguous}, {{}, L::Contiguous}, {{}, L::Contiguous}},
-  };
   std::vector<Sample> samples;
-  for (const Case& c : cases) {
+  for (const TernaryCase& c : ternary_cases()) {
     samples.push_back(
-        {c.condition.description() + " ? " + c.a.description() + " : " + c.b.description(),
-         {make_tensor(c.condition.sizes, kBool, c.condition.layout, 0, 1, 3),
-          make_tensor(c.a.sizes, dtype, c.a.layout, -2, 2, 1),
-          make_tensor(c.b.sizes, dtype, c.b.layout, -2, 2, 2)},
+        {c.first.description() + " ? " + c.second.description() + " : " + c.third.description(),
+         {make_tensor(c.first.sizes, kBool, c.first.layout, 0, 1, 3),
+          make_tensor(c.second.sizes, dtype, c.second.layout, -2, 2, 1),
+          make_tensor(c.third.sizes, dtype, c.third.layout, -2, 2, 2)},
          {}});
   }
   // Mixed dtypes promote: the other branch in every other dtype, and a number.
