@@ -224,8 +224,7 @@ template <int kSign>
 struct AddPartials {
   template <class C>
   static Tensor apply(const C& c, size_t arg, const Tensor& t) {
-    const double scale = arg == 0 ? 1.0 : kSign * c.scalar_arg(2).template to<double>();
-    return scale == 1.0 ? t : t * scale;
+    return arg == 0 ? t : elementwise::scaled(t, kSign * c.scalar_arg(2).template to<double>());
   }
 };
 

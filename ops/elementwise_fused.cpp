@@ -17,6 +17,7 @@ namespace strata {
 namespace {
 
 using elementwise::InDtype;
+using elementwise::scaled;
 using AddcmulSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&);
 
 constexpr const char* kName = "strata::addcmul";
@@ -43,10 +44,6 @@ STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("addcmul", &addcmul_cpu); }
 using autograd::args;
 using autograd::BackwardContext;
 using autograd::ForwardContext;
-
-Tensor scaled(const Tensor& t, const Scalar& value) {
-  return value.to<double>() == 1.0 ? t : t * value;
-}
 
 void addcmul_backward(BackwardContext& c) {
   if (c.needs_grad(0)) c.set_grad(0, c.grad());

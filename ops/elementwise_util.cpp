@@ -1,6 +1,7 @@
 #include "ops/elementwise_util.h"
 
 #include "kernels/cpu/elementwise.h"
+#include "ops/elementwise.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 
@@ -50,6 +51,10 @@ void check_in_place(const Tensor& self, ScalarType result_dtype, IntArrayRef res
 void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const char* what) {
   STRATA_CHECK(is_floating_point(dtype) || !alpha.is_floating_point(), op, what, " ", alpha,
                " is a floating-point number but the result dtype is ", dtype);
+}
+
+Tensor scaled(const Tensor& t, const Scalar& factor) {
+  return factor.to_double() == 1.0 ? t : t * factor;
 }
 
 void check_not_bool(ScalarType dtype, const char* op) {

@@ -46,6 +46,10 @@ void check_in_place(const Tensor& self, ScalarType result_dtype, IntArrayRef res
 // floating-point result.
 void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const char* what = "alpha");
 
+// t times factor; t itself (no op) when factor is 1, as an alpha or beta nearly
+// always is.
+Tensor scaled(const Tensor& t, const Scalar& factor);
+
 // Arithmetic without a Bool meaning (neg, sub, pow, ...) rejects Bool inputs.
 void check_not_bool(ScalarType dtype, const char* op);
 

@@ -10,6 +10,7 @@
 
 #include "dispatcher/library.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_util.h"
 #include "ops/linalg_views.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -210,9 +211,7 @@ using autograd::BackwardContext;
 using autograd::derivative;
 using autograd::ForwardContext;
 
-Tensor scaled(const Tensor& t, const Scalar& factor) {
-  return factor.to_double() == 1.0 ? t : t * factor;
-}
+using elementwise::scaled;
 
 // d(A B) = dA B + A dB: A gets g B^T and B gets A^T g, per matrix of a batch.
 template <bool kBatched>
