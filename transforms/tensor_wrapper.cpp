@@ -59,8 +59,7 @@ Tensor wrap_at_level(Tensor value, int64_t level) {
   return Tensor(IntrusivePtr<TensorImpl>(new TensorWrapper(std::move(value), level)));
 }
 
-void WrapperInterpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
-  const int64_t level = top_layer("grad or jvp").level;
+void call_below_wrapper_level(const OperatorHandle& op, Stack& stack, int64_t level) {
   const size_t first = stack.size() - op.schema().arguments().size();
   std::optional<size_t> written = op.entry().returned_argument_index();
   Tensor written_wrapper;
@@ -74,6 +73,10 @@ void WrapperInterpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
     return;
   }
   wrap_results(stack, first, level);
+}
+
+void WrapperInterpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
+  call_below_wrapper_level(op, stack, top_layer("grad or jvp").level);
 }
 
 }  // namespace strata

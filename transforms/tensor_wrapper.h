@@ -72,6 +72,13 @@ inline TensorWrapper* wrapper_at_level(const Tensor& t, int64_t level) {
 }
 
 Tensor wrap_at_level(Tensor value, int64_t level);
+// Runs `op` one level down, as the back fallback of a grad or jvp level does:
+// unwraps the level's wrappers on the stack, pops the layer for the call, and
+// wraps the results at `level` (an in-place op hands back the wrapper it was
+// given, its metadata refreshed). The Autograd kernels call it directly rather
+// than redispatching to DynamicLayerBack: one dispatch less per recorded op.
+void call_below_wrapper_level(const OperatorHandle& op, Stack& stack, int64_t level);
+
 // The interpreter of a level whose tensors are TensorWrappers (grad, jvp): its
 // calls reach the Autograd kernels, which do the level's work by its kind; its
 // back fallback unwraps the level's wrappers, runs the call below, and wraps the

@@ -44,6 +44,7 @@ struct CallSlots {
   SlotIndex first_slot;
   NodeVector<TensorMeta> slots;
   NodeVector<Edge> edges;
+  uint32_t needs_grad_args = 0;  // bit i: argument i (an element of it) needs a gradient
 };
 
 bool requires_grad_at(const Tensor& t, int64_t level) {
@@ -63,7 +64,7 @@ CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t 
   call.first_slot.resize(nargs, FormulaNode::kNoSlot);
   call.slots.reserve(nargs);
   call.edges.reserve(nargs);
-  auto add = [&](const Tensor& t) {
+  auto add = [&](const Tensor& t, size_t arg) {
     TensorMeta meta;
     Edge edge;
     if (t.defined()) {
@@ -72,6 +73,7 @@ CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t 
       if (requires_grad_at(t, level)) {
         meta.needs_grad = true;
         edge = gradient_edge(*wrapper_at_level(t, level));
+        if (arg < 32) call.needs_grad_args |= uint32_t{1} << arg;
       }
     }
     call.slots.push_back(std::move(meta));
@@ -81,10 +83,10 @@ CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t 
     const IValue& arg = stack[first + i];
     if (arg.is_tensor()) {
       call.first_slot[i] = static_cast<uint16_t>(call.slots.size());
-      add(arg.to_tensor());
+      add(arg.to_tensor(), i);
     } else if (arg.is_tensor_list()) {
       call.first_slot[i] = static_cast<uint16_t>(call.slots.size());
-      for (const Tensor& t : arg.to_tensor_list()) add(t);
+      for (const Tensor& t : arg.to_tensor_list()) add(t, i);
     }
   }
   return call;
@@ -166,8 +168,7 @@ NodeVector<OutputInfo> collect_outputs(const Stack& stack, size_t first, uint32_
 
 // The Autograd kernel of an op with a Derivative: runs the op and, when an input
 // requires grad at this level, records a FormulaNode as its outputs' grad_fn.
-void record(const OperatorHandle& op, const Derivative& derivative, int64_t level,
-            DispatchKeySet keys, Stack& stack) {
+void record(const OperatorHandle& op, const Derivative& derivative, int64_t level, Stack& stack) {
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
   const bool tracked = any_input_requires_grad(stack, first, level);
@@ -176,18 +177,18 @@ void record(const OperatorHandle& op, const Derivative& derivative, int64_t leve
     check_inplace_target(op, stack[first + *written].to_tensor(), *written, level, tracked);
   }
   if (!tracked) {
-    op.redispatch_boxed(keys & kBelowAutograd, stack);
+    call_below_wrapper_level(op, stack, level);
     return;
   }
   CallSlots call = collect_slots(stack, first, nargs, level);
   Stack saved_args = save_arguments(stack, first, nargs, derivative.saved_inputs, level, written);
-  op.redispatch_boxed(keys & kBelowAutograd, stack);
+  call_below_wrapper_level(op, stack, level);
   SmallVector<TensorWrapper*, 4> output_wrappers;
   NodeVector<OutputInfo> outputs =
       collect_outputs(stack, first, derivative.saved_outputs, level, output_wrappers);
-  auto node = make_intrusive<FormulaNode>(op, derivative, level, std::move(call.edges),
-                                          std::move(saved_args), std::move(call.first_slot),
-                                          std::move(call.slots), std::move(outputs));
+  auto node = make_intrusive<FormulaNode>(
+      op, derivative, level, std::move(call.edges), std::move(saved_args),
+      std::move(call.first_slot), std::move(call.slots), call.needs_grad_args, std::move(outputs));
   const bool view = op.entry().returns_view();
   for (size_t i = 0; i < output_wrappers.size(); ++i) {
     TensorWrapper* w = output_wrappers[i];
@@ -240,7 +241,7 @@ KernelFunction derivative(Derivative d) {
         if (top.interpreter->kind() == TransformKind::Jvp) {
           forward::forward_call(op, d, top.level, keys, stack);
         } else {
-          record(op, d, top.level, keys, stack);
+          record(op, d, top.level, stack);
         }
       });
 }

@@ -77,7 +77,7 @@ class BackwardContext : public FormulaArguments {
   size_t input_list_size(size_t arg) const;
 
   // Whether argument `arg` (any element of a list) needs a gradient.
-  bool needs_grad(size_t arg) const;
+  bool needs_grad(size_t arg) const { return arg < 32 && (needs_grad_args_ >> arg & 1u); }
   bool needs_grad(size_t arg, size_t element) const;
   void set_grad(size_t arg, Tensor grad);
   void set_list_grad(size_t arg, size_t element, Tensor grad);
@@ -91,6 +91,9 @@ class BackwardContext : public FormulaArguments {
   FormulaNode& node_;
   Grads& grads_out_;
   Grads& grads_in_;
+  // Bit i: some element of argument i needs a gradient (asked per argument by
+  // nearly every formula, so computed once per node).
+  uint32_t needs_grad_args_ = 0;
 };
 
 // An op's outputs, or their tangents, at a jvp level.

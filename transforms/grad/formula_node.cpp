@@ -10,7 +10,11 @@ namespace strata::autograd {
 // ---- BackwardContext ----------------------------------------------------------
 
 BackwardContext::BackwardContext(FormulaNode& node, Grads& grads_out, Grads& grads_in)
-    : FormulaArguments(node.args_), node_(node), grads_out_(grads_out), grads_in_(grads_in) {}
+    : FormulaArguments(node.args_),
+      node_(node),
+      grads_out_(grads_out),
+      grads_in_(grads_in),
+      needs_grad_args_(node.needs_grad_args_) {}
 
 size_t BackwardContext::slot(size_t arg, size_t element) const {
   STRATA_CHECK(arg < node_.first_slot_.size() && node_.first_slot_[arg] != FormulaNode::kNoSlot,
@@ -59,17 +63,6 @@ size_t BackwardContext::input_list_size(size_t arg) const {
   return end - first;
 }
 
-bool BackwardContext::needs_grad(size_t arg) const {
-  if (arg >= node_.first_slot_.size() || node_.first_slot_[arg] == FormulaNode::kNoSlot) {
-    return false;
-  }
-  const size_t n = node_.args_[arg].is_tensor_list() ? input_list_size(arg) : 1;
-  for (size_t e = 0; e < n; ++e) {
-    if (needs_grad(arg, e)) return true;
-  }
-  return false;
-}
-
 bool BackwardContext::needs_grad(size_t arg, size_t element) const {
   return node_.slots_.at(slot(arg, element)).needs_grad;
 }
@@ -85,7 +78,8 @@ void BackwardContext::set_list_grad(size_t arg, size_t element, Tensor grad) {
 
 FormulaNode::FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level,
                          NodeVector<Edge> next_edges, Stack args, SlotIndex first_slot,
-                         NodeVector<TensorMeta> slots, NodeVector<OutputInfo> outputs)
+                         NodeVector<TensorMeta> slots, uint32_t needs_grad_args,
+                         NodeVector<OutputInfo> outputs)
     : Node(std::move(next_edges)),
       op_(op),
       derivative_(derivative),
@@ -93,6 +87,7 @@ FormulaNode::FormulaNode(const OperatorHandle& op, const Derivative& derivative,
       args_(std::move(args)),
       first_slot_(std::move(first_slot)),
       slots_(std::move(slots)),
+      needs_grad_args_(needs_grad_args),
       outputs_(std::move(outputs)) {
   for_each_saved([&](const Tensor& t, bool, size_t) { saved_versions_.push_back(t.version()); });
 }

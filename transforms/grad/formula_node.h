@@ -31,7 +31,8 @@ class FormulaNode final : public Node {
  public:
   FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level,
               NodeVector<Edge> next_edges, Stack args, SlotIndex first_slot,
-              NodeVector<TensorMeta> slots, NodeVector<OutputInfo> outputs);
+              NodeVector<TensorMeta> slots, uint32_t needs_grad_args,
+              NodeVector<OutputInfo> outputs);
 
   NodeVector<Tensor> apply(NodeVector<Tensor>& grads_out) override;
   uint32_t num_outputs() const override { return static_cast<uint32_t>(outputs_.size()); }
@@ -52,6 +53,7 @@ class FormulaNode final : public Node {
   Stack args_;
   SlotIndex first_slot_;
   NodeVector<TensorMeta> slots_;  // per tensor argument (list elements flattened)
+  uint32_t needs_grad_args_;      // bit i: some slot of argument i needs a gradient
   NodeVector<OutputInfo> outputs_;
   SmallVector<uint32_t, 6> saved_versions_;  // in for_each_saved order
 };
