@@ -24,6 +24,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 // self + value * tensor1 * tensor2 in one pass, broadcasting all three.
 Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
                const Scalar& value = 1);
+// a * b + c * d in one pass, broadcasting all four.
+Tensor mul_add(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d);
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 
 Tensor operator-(const Tensor& t);

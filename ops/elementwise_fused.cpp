@@ -1,8 +1,12 @@
-// addcmul: self + value * tensor1 * tensor2 in one pass, broadcasting all three.
-// Besides being an op users call, it is what forward mode builds a product's
-// tangent with (t_a b + a t_b as addcmul(t_a b, a, t_b), in ops/elementwise_binary.cpp):
-// under jacfwd or hessian every tangent carries the whole basis as its batch, so
-// the pass it saves is over the largest tensors of the call.
+// Fused pointwise ops, one pass over their broadcast operands:
+//   addcmul: self + value * tensor1 * tensor2;
+//   mul_add: a * b + c * d.
+// Besides being ops users call, they are what forward mode builds tangents with:
+// a product's tangent t_a b + a t_b is mul_add(t_a, b, a, t_b) (in
+// ops/elementwise_binary.cpp). Under jacfwd or hessian every tangent carries the
+// whole basis as its batch, so each pass saved is over the largest tensors of
+// the call: the fused tangent reads t_a and t_b and writes the result, where a
+// mul and an addcmul also wrote and read back the intermediate t_a b.
 #include "dispatcher/library.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/elementwise_util.h"
@@ -19,8 +23,10 @@ namespace {
 using elementwise::InDtype;
 using elementwise::scaled;
 using AddcmulSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&);
+using MulAddSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&);
 
 constexpr const char* kName = "strata::addcmul";
+constexpr const char* kMulAdd = "strata::mul_add";
 
 Tensor addcmul_cpu(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& value) {
   const ScalarType dtype = result_type({self, a, b});
@@ -33,11 +39,27 @@ Tensor addcmul_cpu(const Tensor& self, const Tensor& a, const Tensor& b, const S
   return out;
 }
 
-STRATA_LIBRARY(strata, m) {
-  m.def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor");
+Tensor mul_add_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {
+  const ScalarType dtype = result_type({a, b, c, d});
+  elementwise::check_not_bool(dtype, kMulAdd);
+  const DimVector shape = broadcast_shapes(
+      broadcast_shapes(broadcast_shapes(a.sizes(), b.sizes(), kMulAdd), c.sizes(), kMulAdd),
+      d.sizes(), kMulAdd);
+  Tensor out = make_empty_tensor(shape, dtype, a.device(), kMulAdd);
+  cpu::mul_add_kernel(out, InDtype(a, dtype), InDtype(b, dtype), InDtype(c, dtype),
+                      InDtype(d, dtype));
+  return out;
 }
 
-STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("addcmul", &addcmul_cpu); }
+STRATA_LIBRARY(strata, m) {
+  m.def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor");
+  m.def("mul_add(Tensor a, Tensor b, Tensor c, Tensor d) -> Tensor");
+}
+
+STRATA_LIBRARY_IMPL(strata, CPU, m) {
+  m.impl("addcmul", &addcmul_cpu);
+  m.impl("mul_add", &mul_add_cpu);
+}
 
 // ---- derivatives: d/dself = 1, d/dtensor1 = value * tensor2, d/dtensor2 = value * tensor1.
 
@@ -65,19 +87,57 @@ void addcmul_forward(ForwardContext& c) {
   c.set_tangent(0, std::move(tangent));
 }
 
+// ---- mul_add: each factor's gradient is the gradient times its partner (the
+// other factor of its product: argument arg ^ 1).
+
+void mul_add_backward(BackwardContext& c) {
+  for (size_t arg : {0, 1, 2, 3}) {
+    if (c.needs_grad(arg)) c.set_grad(arg, c.grad() * c.input(arg ^ 1));
+  }
+}
+
+// The tangent t_a b + a t_b + t_c d + c t_d over the factors that have a
+// tangent, two terms per mul_add.
+void mul_add_forward(ForwardContext& c) {
+  SmallVector<size_t, 4> factors;
+  for (size_t arg : {0, 1, 2, 3}) {
+    if (c.has_tangent(arg)) factors.push_back(arg);
+  }
+  Tensor tangent;
+  for (size_t i = 0; i < factors.size(); i += 2) {
+    const size_t f = factors[i];
+    Tensor terms = i + 1 < factors.size()
+                       ? mul_add(c.tangent(f), c.input(f ^ 1), c.tangent(factors[i + 1]),
+                                 c.input(factors[i + 1] ^ 1))
+                       : c.tangent(f) * c.input(f ^ 1);
+    tangent = autograd::sum_defined(std::move(terms), tangent);
+  }
+  c.set_tangent(0, std::move(tangent));
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("addcmul", autograd::derivative({.backward = &addcmul_backward,
                                           .forward = &addcmul_forward,
                                           .saved_inputs = args(1, 2)}));
+  m.impl("mul_add", autograd::derivative({.backward = &mul_add_backward,
+                                          .forward = &mul_add_forward,
+                                          .saved_inputs = args(0, 1, 2, 3)}));
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) { m.impl("addcmul", batching::pointwise_batch_rule()); }
+STRATA_LIBRARY_IMPL(strata, Batched, m) {
+  m.impl("addcmul", batching::pointwise_batch_rule());
+  m.impl("mul_add", batching::pointwise_batch_rule());
+}
 
 }  // namespace
 
 Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
                const Scalar& value) {
   return STRATA_OP(kName, "", AddcmulSig).call(self, tensor1, tensor2, value);
+}
+
+Tensor mul_add(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {
+  return STRATA_OP(kMulAdd, "", MulAddSig).call(a, b, c, d);
 }
 
 }  // namespace strata

@@ -11,6 +11,8 @@ namespace strata::cpu {
 
 ElementwiseLayout make_elementwise_layout(const Tensor& out,
                                           std::initializer_list<const Tensor*> inputs) {
+  STRATA_CHECK(inputs.size() < kMaxOperands, "elementwise", "internal: ", inputs.size(),
+               " inputs, at most ", kMaxOperands - 1, " are supported");
   ElementwiseLayout layout;
   layout.num_operands = 1 + static_cast<int>(inputs.size());
   layout.numel = out.numel();

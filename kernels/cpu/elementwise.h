@@ -23,7 +23,7 @@ namespace strata::cpu {
 // expression (SIMD transcendental math) or a loop the compiler vectorizes, rows
 // with a broadcast operand hoist its value, and only the general strided row
 // reads element by element.
-inline constexpr int kMaxOperands = 4;
+inline constexpr int kMaxOperands = 5;  // out and up to four inputs (mul_add)
 
 struct ElementwiseLayout {
   int num_operands = 0;
@@ -89,6 +89,9 @@ void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, c
 // out = self + value * a * b, in one pass; all have out's dtype (Int64 or floating).
 void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
                     const Scalar& value);
+// out = a * b + c * d, in one pass; all have out's dtype (Int64 or floating).
+void mul_add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+                    const Tensor& d);
 
 // out = a + alpha * b (binary_kernel with BinaryOp::Add).
 void add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha);

@@ -1,4 +1,4 @@
-// Binary and ternary elementwise kernels: arithmetic, comparisons, where, addcmul.
+// Binary and fused elementwise kernels: arithmetic, comparisons, where, addcmul, mul_add.
 #include <array>
 #include <cmath>
 #include <type_traits>
@@ -164,53 +164,79 @@ void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, c
 
 namespace {
 
-// A contiguous output row with each input either contiguous or broadcast (stride
-// 0, bit k of kBroadcast for input k): one loop per pattern, so each vectorizes
-// with the broadcast value hoisted.
-template <class T, int kBroadcast>
-void addcmul_row(char** data, int64_t n, T v) {
+// Note [Broadcast patterns]
+// A contiguous output row whose inputs are each contiguous or broadcast (stride
+// 0: bit k of kPattern for input k) runs one loop per pattern, so each
+// vectorizes with the broadcast values hoisted; other rows take a strided loop.
+// The fused ops use it: under vmap and jacfwd their rows mix a batched tangent
+// with broadcast primals.
+template <class T, int kPattern, class Formula, size_t... K>
+void pattern_row(char** data, int64_t n, const Formula& f, std::index_sequence<K...>) {
   T* out = reinterpret_cast<T*>(data[0]);
-  const T* x = reinterpret_cast<const T*>(data[1]);
-  const T* y = reinterpret_cast<const T*>(data[2]);
-  const T* z = reinterpret_cast<const T*>(data[3]);
-  constexpr int64_t sx = kBroadcast & 1 ? 0 : 1;
-  constexpr int64_t sy = kBroadcast & 2 ? 0 : 1;
-  constexpr int64_t sz = kBroadcast & 4 ? 0 : 1;
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i * sx] + v * y[i * sy] * z[i * sz];
+  const T* in[] = {reinterpret_cast<const T*>(data[K + 1])...};
+  for (int64_t i = 0; i < n; ++i) out[i] = f(in[K][(kPattern >> K & 1) ? 0 : i]...);
 }
 
-template <class T, int... kPatterns>
-constexpr std::array<void (*)(char**, int64_t, T), sizeof...(kPatterns)> addcmul_rows(
-    std::integer_sequence<int, kPatterns...>) {
-  return {&addcmul_row<T, kPatterns>...};
+template <class T, size_t kInputs, class Formula, int... kPatterns>
+constexpr auto pattern_rows(std::integer_sequence<int, kPatterns...>) {
+  using Row = void (*)(char**, int64_t, const Formula&, std::make_index_sequence<kInputs>);
+  return std::array<Row, sizeof...(kPatterns)>{&pattern_row<T, kPatterns, Formula>...};
+}
+
+// out = f(inputs...) elementwise over their broadcast; all have out's dtype T.
+template <class T, size_t kInputs, class Formula>
+void run_fused(const Tensor& out, const std::array<const Tensor*, kInputs>& inputs,
+               const Formula& f) {
+  static constexpr auto kRows =
+      pattern_rows<T, kInputs, Formula>(std::make_integer_sequence<int, 1 << kInputs>());
+  auto row = [&f](char** data, const int64_t* s, int64_t n) {
+    int pattern = 0;
+    bool unit_or_broadcast = s[0] == sizeof(T);
+    for (size_t k = 0; k < kInputs; ++k) {
+      if (s[k + 1] == 0) pattern |= 1 << k;
+      unit_or_broadcast &= s[k + 1] == 0 || s[k + 1] == sizeof(T);
+    }
+    if (unit_or_broadcast) return kRows[pattern](data, n, f, std::make_index_sequence<kInputs>());
+    [&]<size_t... K>(std::index_sequence<K...>) {
+      for (int64_t i = 0; i < n; ++i) {
+        element<T>(data[0], s[0], i) = f(element<const T>(data[K + 1], s[K + 1], i)...);
+      }
+    }
+    (std::make_index_sequence<kInputs>());
+  };
+  const ElementwiseLayout layout = [&]<size_t... K>(std::index_sequence<K...>) {
+    return make_elementwise_layout(out, {inputs[K]...});
+  }
+  (std::make_index_sequence<kInputs>());
+  run_rows(layout, row);
+}
+
+void check_fused_dtypes(const char* op, const Tensor& out,
+                        std::initializer_list<const Tensor*> in) {
+  for (const Tensor* t : in) {
+    STRATA_CHECK(t->dtype() == out.dtype(), op, "kernel expects inputs of the output's dtype ",
+                 out.dtype(), ", got ", t->dtype());
+  }
 }
 
 }  // namespace
 
 void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
                     const Scalar& value) {
-  STRATA_CHECK(self.dtype() == out.dtype() && a.dtype() == out.dtype() && b.dtype() == out.dtype(),
-               "strata::addcmul", "kernel expects inputs of the output's dtype ", out.dtype(),
-               ", got ", self.dtype(), ", ", a.dtype(), " and ", b.dtype());
+  check_fused_dtypes("strata::addcmul", out, {&self, &a, &b});
   dispatch_numeric(out.dtype(), "strata::addcmul", [&](auto tag) {
     using T = decltype(tag);
-    static constexpr auto kRows = addcmul_rows<T>(std::make_integer_sequence<int, 8>());
     const T v = value.to<T>();
-    auto row = [v](char** data, const int64_t* s, int64_t n) {
-      int pattern = 0;
-      bool unit_or_broadcast = s[0] == sizeof(T);
-      for (int k = 0; k < 3; ++k) {
-        if (s[k + 1] == 0) pattern |= 1 << k;
-        unit_or_broadcast &= s[k + 1] == 0 || s[k + 1] == sizeof(T);
-      }
-      if (unit_or_broadcast) return kRows[pattern](data, n, v);
-      for (int64_t i = 0; i < n; ++i) {
-        element<T>(data[0], s[0], i) =
-            element<const T>(data[1], s[1], i) +
-            v * element<const T>(data[2], s[2], i) * element<const T>(data[3], s[3], i);
-      }
-    };
-    run_rows(make_elementwise_layout(out, {&self, &a, &b}), row);
+    run_fused<T, 3>(out, {&self, &a, &b}, [v](T x, T y, T z) { return x + v * y * z; });
+  });
+}
+
+void mul_add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+                    const Tensor& d) {
+  check_fused_dtypes("strata::mul_add", out, {&a, &b, &c, &d});
+  dispatch_numeric(out.dtype(), "strata::mul_add", [&](auto tag) {
+    using T = decltype(tag);
+    run_fused<T, 4>(out, {&a, &b, &c, &d}, [](T w, T x, T y, T z) { return w * x + y * z; });
   });
 }
 

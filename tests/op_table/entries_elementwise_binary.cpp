@@ -107,29 +107,36 @@ OpInfo pow_entry() {
   return info;
 }
 
-// Three-way broadcasts and layouts, then promotion: tensor2 in each other numeric
-// dtype, and a wrapped number.
-std::vector<Sample> addcmul_samples(ScalarType dtype) {
+// Samples of a fused op on `operands` (3 or 4) tensors: the three-way broadcasts
+// and layouts (a fourth operand repeats the first's shape and layout with other
+// values), then promotion: the last operand in each other numeric dtype, and a
+// wrapped number.
+std::vector<Sample> fused_samples(ScalarType dtype, size_t operands) {
   std::vector<Sample> samples;
   for (const TernaryCase& c : ternary_cases()) {
-    samples.push_back(
-        {c.first.description() + " + " + c.second.description() + " * " + c.third.description(),
-         {make_tensor(c.first.sizes, dtype, c.first.layout, -2, 2, 1),
-          make_tensor(c.second.sizes, dtype, c.second.layout, -2, 2, 2),
-          make_tensor(c.third.sizes, dtype, c.third.layout, -2, 2, 3)},
-         {}});
+    const ShapeCase* shapes[] = {&c.first, &c.second, &c.third, &c.first};
+    Sample sample;
+    for (size_t k = 0; k < operands; ++k) {
+      sample.description += (k > 0 ? ", " : "") + shapes[k]->description();
+      sample.inputs.push_back(
+          make_tensor(shapes[k]->sizes, dtype, shapes[k]->layout, -2, 2, static_cast<int>(k + 1)));
+    }
+    samples.push_back(std::move(sample));
   }
+  auto leading = [&] {
+    std::vector<Tensor> in{make_tensor({3, 4}, dtype), make_tensor({4}, dtype, -2, 2, 1)};
+    if (operands == 4) in.push_back(make_tensor({3, 1}, dtype, -2, 2, 3));
+    return in;
+  };
   for (ScalarType other : numeric_dtypes()) {
     if (other == dtype) continue;
-    samples.push_back({std::string("tensor2 ") + to_string(other),
-                       {make_tensor({3, 4}, dtype), make_tensor({4}, dtype, -2, 2, 1),
-                        make_tensor({3, 1}, other, -2, 2, 2)},
-                       {}});
+    std::vector<Tensor> in = leading();
+    in.push_back(make_tensor({3, 1}, other, -2, 2, 2));
+    samples.push_back({std::string("last operand ") + to_string(other), std::move(in), {}});
   }
-  samples.push_back(
-      {"tensor2 a wrapped 2.5",
-       {make_tensor({3, 4}, dtype), make_tensor({4}, dtype, -2, 2, 1), wrapped_scalar_tensor(2.5)},
-       {}});
+  std::vector<Tensor> in = leading();
+  in.push_back(wrapped_scalar_tensor(2.5));
+  samples.push_back({"last operand a wrapped 2.5", std::move(in), {}});
   return samples;
 }
 
@@ -137,7 +144,7 @@ OpInfo addcmul_entry(std::string name, Scalar value, std::vector<ScalarType> dty
   OpInfo info;
   info.name = std::move(name);
   info.dtypes = std::move(dtypes);
-  info.samples = addcmul_samples;
+  info.samples = [](ScalarType dtype) { return fused_samples(dtype, 3); };
   info.op = [value](const std::vector<Tensor>& in, const Stack&) {
     return std::vector<Tensor>{addcmul(in[0], in[1], in[2], value)};
   };
@@ -145,6 +152,22 @@ OpInfo addcmul_entry(std::string name, Scalar value, std::vector<ScalarType> dty
     return std::vector<Tensor>{map_nary(
         in, reference_result_type(in),
         [v = value.to_double()](const std::vector<double>& x) { return x[0] + v * x[1] * x[2]; })};
+  };
+  return with_float_results_for_integer_inputs(std::move(info));
+}
+
+OpInfo mul_add_entry() {
+  OpInfo info;
+  info.name = "mul_add";
+  info.dtypes = numeric_dtypes();
+  info.samples = [](ScalarType dtype) { return fused_samples(dtype, 4); };
+  info.op = [](const std::vector<Tensor>& in, const Stack&) {
+    return std::vector<Tensor>{mul_add(in[0], in[1], in[2], in[3])};
+  };
+  info.reference = [](const std::vector<Tensor>& in, const Stack&) {
+    return std::vector<Tensor>{
+        map_nary(in, reference_result_type(in),
+                 [](const std::vector<double>& x) { return x[0] * x[1] + x[2] * x[3]; })};
   };
   return with_float_results_for_integer_inputs(std::move(info));
 }
@@ -218,6 +241,7 @@ STRATA_OP_INFOS(elementwise_binary) {
 
   add_info(addcmul_entry("addcmul", 1, numeric_dtypes()));
   add_info(addcmul_entry("addcmul(value=0.5)", 0.5, floating_dtypes()));
+  add_info(mul_add_entry());
 
   // The C++ operators with a number on either side (x * 2.5, 3 - x, ...): the number
   // is a wrapped number, so Int64 * 2.5 is Float32, Int64 * 2 stays Int64 and
