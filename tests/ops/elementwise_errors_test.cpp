@@ -32,6 +32,8 @@ TEST(ElementwiseErrors, NonBroadcastableShapesNameBothShapesAndTheOp) {
                   {"strata::where", "[5]", "[2, 3]"});
   expect_contains(error_message([&] { st::addcmul(a, a, b); }),
                   {"strata::addcmul", "[2, 3]", "[4]"});
+  expect_contains(error_message([&] { st::mul_add(a, a, a, b); }),
+                  {"strata::mul_add", "[2, 3]", "[4]"});
 }
 
 TEST(ElementwiseErrors, WhereNeedsABoolCondition) {
@@ -98,6 +100,7 @@ TEST(ElementwiseErrors, ArithmeticWithoutBoolMeaningRejectsBool) {
   expect_contains(error_message([&] { b.relu_(); }), {"strata::relu_", "Bool"});
   expect_contains(error_message([&] { st::pow(b, b); }), {"strata::pow", "Bool"});
   expect_contains(error_message([&] { st::addcmul(b, b, b); }), {"strata::addcmul", "Bool"});
+  expect_contains(error_message([&] { st::mul_add(b, b, b, b); }), {"strata::mul_add", "Bool"});
   expect_contains(error_message([&] { b.clamp(false, true); }), {"strata::clamp", "Bool"});
 }
 
