@@ -236,10 +236,10 @@ STRATA_LIBRARY_IMPL(_, AutogradCUDA, m) {
 
 KernelFunction derivative(Derivative d) {
   return KernelFunction::from_boxed_functor(
-      [d](const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+      [d](const OperatorHandle& op, DispatchKeySet, Stack& stack) {
         const DynamicLayer& top = current_autodiff_layer(op.operator_name().name.c_str());
         if (top.interpreter->kind() == TransformKind::Jvp) {
-          forward::forward_call(op, d, top.level, keys, stack);
+          forward::forward_call(op, d, top.level, stack);
         } else {
           record(op, d, top.level, stack);
         }

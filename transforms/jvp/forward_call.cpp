@@ -13,8 +13,8 @@
 // Note [Forward formulas]
 // A jvp level's tensors are TensorWrappers whose AutogradMeta holds a tangent.
 // An op called with a tangent at the level runs on the primals below the level
-// (the back fallback unwraps and wraps as for grad); then its forward formula
-// computes the outputs' tangents from the primals, the outputs and the input
+// (unwrapped and wrapped as for grad, by call_below_wrapper_level); then its
+// forward formula computes the outputs' tangents from the primals, the outputs and the input
 // tangents, with the jvp layer off the stack: tangents and primals are values
 // of the level below, and an outer level transforms the formula like any code.
 // Tangents of different levels never mix because each level keeps its own in
@@ -23,8 +23,6 @@
 
 namespace strata::forward {
 namespace {
-
-constexpr DispatchKeySet kBelowAutograd = DispatchKeySet::below(DispatchKey::AutogradCPU);
 
 const Tensor& tangent_at(const Tensor& t, int64_t level) {
   static const Tensor kNone;
@@ -89,11 +87,11 @@ bool any_tangent(const Stack& stack, size_t first, int64_t level) {
 }
 
 void forward_call(const OperatorHandle& op, const autograd::Derivative& derivative, int64_t level,
-                  DispatchKeySet keys, Stack& stack) {
+                  Stack& stack) {
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
   if (!any_tangent(stack, first, level)) {
-    op.redispatch_boxed(keys & kBelowAutograd, stack);
+    call_below_wrapper_level(op, stack, level);
     return;
   }
   STRATA_CHECK(derivative.forward != nullptr, op.operator_name().to_string().c_str(),
@@ -108,7 +106,7 @@ void forward_call(const OperatorHandle& op, const autograd::Derivative& derivati
   }
   Stack primals, tangents;
   unwrap_arguments(stack, first, nargs, level, overwritten, primals, tangents);
-  op.redispatch_boxed(keys & kBelowAutograd, stack);
+  call_below_wrapper_level(op, stack, level);
 
   autograd::ForwardOutputs outputs;
   SmallVector<TensorWrapper*, 2> wrappers;

@@ -3,7 +3,6 @@
 #include <cstdint>
 
 #include "dispatcher/ivalue.h"
-#include "tensor/dispatch_key.h"
 
 namespace strata {
 class OperatorHandle;
@@ -18,7 +17,7 @@ namespace strata::forward {
 // op on the primals and, when an argument has a tangent at this level, its
 // forward formula for the outputs' tangents.
 void forward_call(const OperatorHandle& op, const autograd::Derivative& derivative, int64_t level,
-                  DispatchKeySet keys, Stack& stack);
+                  Stack& stack);
 
 // Whether a tensor argument among stack[first...] has a tangent at jvp level `level`.
 bool any_tangent(const Stack& stack, size_t first, int64_t level);
