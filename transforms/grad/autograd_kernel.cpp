@@ -39,14 +39,6 @@ std::string argument_description(const OperatorHandle& op, size_t arg, const Ten
   return out.str();
 }
 
-// Tensor slots of the call: each tensor argument, each element of a tensor list.
-struct CallSlots {
-  SlotIndex first_slot;
-  NodeVector<TensorMeta> slots;
-  NodeVector<Edge> edges;
-  uint32_t needs_grad_args = 0;  // bit i: argument i (an element of it) needs a gradient
-};
-
 bool requires_grad_at(const Tensor& t, int64_t level) {
   const TensorWrapper* w = wrapper_at_level(t, level);
   return w != nullptr && w->autograd().requires_grad;
@@ -59,25 +51,24 @@ bool any_input_requires_grad(const Stack& stack, size_t first, int64_t level) {
                              [level](const Tensor& t) { return requires_grad_at(t, level); });
 }
 
-CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t level) {
-  CallSlots call;
+// The tensor slots of the call (each tensor argument, each element of a tensor
+// list): their shapes, and the edges their gradients flow along.
+void collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t level,
+                   RecordedCall& call, EdgeList& edges) {
   call.first_slot.resize(nargs, FormulaNode::kNoSlot);
   call.slots.reserve(nargs);
-  call.edges.reserve(nargs);
+  edges.reserve(nargs);
   auto add = [&](const Tensor& t, size_t arg) {
-    TensorMeta meta;
-    Edge edge;
-    if (t.defined()) {
-      meta.sizes = DimVector(t.sizes());
-      meta.dtype = t.dtype();
-      if (requires_grad_at(t, level)) {
-        meta.needs_grad = true;
-        edge = gradient_edge(*wrapper_at_level(t, level));
-        if (arg < 32) call.needs_grad_args |= uint32_t{1} << arg;
-      }
+    TensorMeta& meta = call.slots.emplace_back();
+    Edge& edge = edges.emplace_back();
+    if (!t.defined()) return;
+    meta.sizes = DimVector(t.sizes());
+    meta.dtype = t.dtype();
+    if (requires_grad_at(t, level)) {
+      meta.needs_grad = true;
+      edge = gradient_edge(*wrapper_at_level(t, level));
+      if (arg < 32) call.needs_grad_args |= uint32_t{1} << arg;
     }
-    call.slots.push_back(std::move(meta));
-    call.edges.push_back(std::move(edge));
   };
   for (size_t i = 0; i < nargs; ++i) {
     const IValue& arg = stack[first + i];
@@ -89,7 +80,6 @@ CallSlots collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t 
       for (const Tensor& t : arg.to_tensor_list()) add(t, i);
     }
   }
-  return call;
 }
 
 // An in-place op may only write into a tensor of this level, or a constant when
@@ -116,11 +106,11 @@ void check_inplace_target(const OperatorHandle& op, const Tensor& self, size_t a
 
 // What the formula reads, as the level below sees it, taken before the op runs:
 // an in-place op's target, and anything sharing its memory, is saved as a copy.
-Stack save_arguments(const Stack& stack, size_t first, size_t nargs, uint32_t saved_inputs,
-                     int64_t level, std::optional<size_t> written) {
+void save_arguments(const Stack& stack, size_t first, size_t nargs, uint32_t saved_inputs,
+                    int64_t level, std::optional<size_t> written, RecordedCall& call) {
   const StorageImpl* overwritten = nullptr;
   if (written) overwritten = stack[first + *written].to_tensor().impl()->underlying_storage();
-  Stack saved;
+  auto& saved = call.args;
   saved.reserve(nargs);
   for (size_t i = 0; i < nargs; ++i) {
     const IValue& a = stack[first + i];
@@ -139,22 +129,22 @@ Stack save_arguments(const Stack& stack, size_t first, size_t nargs, uint32_t sa
     } else if (a.is_tensor() || a.is_tensor_list()) {
       saved.emplace_back();  // not read by the formula: only its shape is kept (in the slots)
     } else {
-      saved.push_back(a);
+      saved.emplace_back(a);
     }
   }
-  return saved;
 }
 
 // The results of the call (tensors, then tensor-list elements) with their
 // wrappers at this level, keeping the values the formula reads.
-NodeVector<OutputInfo> collect_outputs(const Stack& stack, size_t first, uint32_t saved_outputs,
-                                       int64_t level, SmallVector<TensorWrapper*, 4>& wrappers) {
-  NodeVector<OutputInfo> outputs;
+void collect_outputs(const Stack& stack, size_t first, uint32_t saved_outputs, int64_t level,
+                     SmallVector<TensorWrapper*, 4>& wrappers, RecordedCall& call) {
   auto add = [&](const Tensor& out, bool keep) {
     TensorWrapper* w = wrapper_at_level(out, level);
     wrappers.push_back(w);
-    outputs.push_back(
-        {{DimVector(out.sizes()), out.dtype(), false}, keep && w ? w->value() : Tensor()});
+    OutputInfo& info = call.outputs.emplace_back();
+    info.meta.sizes = DimVector(out.sizes());
+    info.meta.dtype = out.dtype();
+    if (keep && w) info.saved = w->value();
   };
   for (size_t i = first; i < stack.size(); ++i) {
     if (stack[i].is_tensor()) add(stack[i].to_tensor(), saved_outputs >> (i - first) & 1u);
@@ -163,7 +153,6 @@ NodeVector<OutputInfo> collect_outputs(const Stack& stack, size_t first, uint32_
     if (!stack[i].is_tensor_list()) continue;
     for (const Tensor& out : stack[i].to_tensor_list()) add(out, false);
   }
-  return outputs;
 }
 
 // The Autograd kernel of an op with a Derivative: runs the op and, when an input
@@ -180,15 +169,14 @@ void record(const OperatorHandle& op, const Derivative& derivative, int64_t leve
     call_below_wrapper_level(op, stack, level);
     return;
   }
-  CallSlots call = collect_slots(stack, first, nargs, level);
-  Stack saved_args = save_arguments(stack, first, nargs, derivative.saved_inputs, level, written);
+  auto node = make_intrusive<FormulaNode>(op, derivative, level);
+  RecordedCall& call = node->call();
+  collect_slots(stack, first, nargs, level, call, node->mutable_next_edges());
+  save_arguments(stack, first, nargs, derivative.saved_inputs, level, written, call);
   call_below_wrapper_level(op, stack, level);
   SmallVector<TensorWrapper*, 4> output_wrappers;
-  NodeVector<OutputInfo> outputs =
-      collect_outputs(stack, first, derivative.saved_outputs, level, output_wrappers);
-  auto node = make_intrusive<FormulaNode>(
-      op, derivative, level, std::move(call.edges), std::move(saved_args),
-      std::move(call.first_slot), std::move(call.slots), call.needs_grad_args, std::move(outputs));
+  collect_outputs(stack, first, derivative.saved_outputs, level, output_wrappers, call);
+  node->seal();
   const bool view = op.entry().returns_view();
   for (size_t i = 0; i < output_wrappers.size(); ++i) {
     TensorWrapper* w = output_wrappers[i];

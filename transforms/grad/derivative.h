@@ -47,7 +47,8 @@ class FormulaNode;
 // The arguments of the call a formula differentiates, as both modes read them.
 class FormulaArguments {
  public:
-  explicit FormulaArguments(const Stack& args) : args_(args) {}
+  // args: one value per argument of the op.
+  explicit FormulaArguments(const IValue* args) : args_(args) {}
   // Any argument as passed (in reverse mode, tensor arguments only if saved).
   const IValue& arg(size_t arg) const { return args_[arg]; }
   int64_t int_arg(size_t arg) const { return this->arg(arg).to_int(); }
@@ -59,7 +60,7 @@ class FormulaArguments {
   }
 
  private:
-  const Stack& args_;
+  const IValue* args_;
 };
 
 class BackwardContext : public FormulaArguments {
@@ -103,7 +104,7 @@ class ForwardContext : public FormulaArguments {
  public:
   ForwardContext(const OperatorHandle& op, const Stack& primals, const Stack& tangents,
                  const ForwardOutputs& outputs, ForwardOutputs& output_tangents)
-      : FormulaArguments(primals),
+      : FormulaArguments(primals.data()),
         op_(op),
         tangents_(tangents),
         outputs_(outputs),

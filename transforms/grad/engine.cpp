@@ -186,7 +186,7 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots,
     for (const Tensor& g : task.grads) any_defined |= g.defined();
     if (any_defined) grads_in = node->apply(task.grads);
     task.grads.clear();  // frees memory as the pass goes
-    const NodeVector<Edge>& edges = node->next_edges();
+    const EdgeList& edges = node->next_edges();
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& edge = edges[i];
       if (!edge.node) continue;

@@ -10,17 +10,18 @@ namespace strata::autograd {
 // ---- BackwardContext ----------------------------------------------------------
 
 BackwardContext::BackwardContext(FormulaNode& node, Grads& grads_out, Grads& grads_in)
-    : FormulaArguments(node.args_),
+    : FormulaArguments(node.call_.args.data()),
       node_(node),
       grads_out_(grads_out),
       grads_in_(grads_in),
-      needs_grad_args_(node.needs_grad_args_) {}
+      needs_grad_args_(node.call_.needs_grad_args) {}
 
 size_t BackwardContext::slot(size_t arg, size_t element) const {
-  STRATA_CHECK(arg < node_.first_slot_.size() && node_.first_slot_[arg] != FormulaNode::kNoSlot,
-               node_.name().c_str(), "derivative formula asked for argument ", arg,
-               ", which is not a tensor argument");
-  return node_.first_slot_[arg] + element;
+  STRATA_CHECK(
+      arg < node_.call_.first_slot.size() && node_.call_.first_slot[arg] != FormulaNode::kNoSlot,
+      node_.name().c_str(), "derivative formula asked for argument ", arg,
+      ", which is not a tensor argument");
+  return node_.call_.first_slot[arg] + element;
 }
 
 const Tensor& BackwardContext::grad(size_t output) const { return grads_out_.at(output); }
@@ -28,35 +29,35 @@ const Tensor& BackwardContext::grad(size_t output) const { return grads_out_.at(
 const Tensor& BackwardContext::input(size_t arg) const {
   STRATA_CHECK(node_.derivative_.saved_inputs >> arg & 1u, node_.name().c_str(),
                "derivative formula read argument ", arg, " without listing it in saved_inputs");
-  return node_.args_.at(arg).to_tensor();
+  return node_.call_.args.at(arg).to_tensor();
 }
 
 const std::vector<Tensor>& BackwardContext::input_list(size_t arg) const {
   STRATA_CHECK(node_.derivative_.saved_inputs >> arg & 1u, node_.name().c_str(),
                "derivative formula read argument ", arg, " without listing it in saved_inputs");
-  return node_.args_.at(arg).to_tensor_list();
+  return node_.call_.args.at(arg).to_tensor_list();
 }
 
 const Tensor& BackwardContext::output(size_t i) const {
   STRATA_CHECK(node_.derivative_.saved_outputs >> i & 1u, node_.name().c_str(),
                "derivative formula read output ", i, " without listing it in saved_outputs");
-  return node_.outputs_.at(i).saved;
+  return node_.call_.outputs.at(i).saved;
 }
 
 IntArrayRef BackwardContext::input_sizes(size_t arg, size_t element) const {
-  return node_.slots_.at(slot(arg, element)).sizes;
+  return node_.call_.slots.at(slot(arg, element)).sizes;
 }
 
 ScalarType BackwardContext::input_dtype(size_t arg, size_t element) const {
-  return node_.slots_.at(slot(arg, element)).dtype;
+  return node_.call_.slots.at(slot(arg, element)).dtype;
 }
 
 size_t BackwardContext::input_list_size(size_t arg) const {
   size_t first = slot(arg, 0);
-  size_t end = node_.slots_.size();
-  for (size_t a = arg + 1; a < node_.first_slot_.size(); ++a) {
-    if (node_.first_slot_[a] != FormulaNode::kNoSlot) {
-      end = node_.first_slot_[a];
+  size_t end = node_.call_.slots.size();
+  for (size_t a = arg + 1; a < node_.call_.first_slot.size(); ++a) {
+    if (node_.call_.first_slot[a] != FormulaNode::kNoSlot) {
+      end = node_.call_.first_slot[a];
       break;
     }
   }
@@ -64,31 +65,19 @@ size_t BackwardContext::input_list_size(size_t arg) const {
 }
 
 bool BackwardContext::needs_grad(size_t arg, size_t element) const {
-  return node_.slots_.at(slot(arg, element)).needs_grad;
+  return node_.call_.slots.at(slot(arg, element)).needs_grad;
 }
 
 void BackwardContext::set_grad(size_t arg, Tensor grad) { set_list_grad(arg, 0, std::move(grad)); }
 
 void BackwardContext::set_list_grad(size_t arg, size_t element, Tensor grad) {
   const size_t s = slot(arg, element);
-  if (node_.slots_[s].needs_grad) grads_in_.at(s) = std::move(grad);
+  if (node_.call_.slots[s].needs_grad) grads_in_.at(s) = std::move(grad);
 }
 
 // ---- FormulaNode ----------------------------------------------------------------
 
-FormulaNode::FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level,
-                         NodeVector<Edge> next_edges, Stack args, SlotIndex first_slot,
-                         NodeVector<TensorMeta> slots, uint32_t needs_grad_args,
-                         NodeVector<OutputInfo> outputs)
-    : Node(std::move(next_edges)),
-      op_(op),
-      derivative_(derivative),
-      level_(level),
-      args_(std::move(args)),
-      first_slot_(std::move(first_slot)),
-      slots_(std::move(slots)),
-      needs_grad_args_(needs_grad_args),
-      outputs_(std::move(outputs)) {
+void FormulaNode::seal() {
   for_each_saved([&](const Tensor& t, bool, size_t) { saved_versions_.push_back(t.version()); });
 }
 
@@ -96,15 +85,15 @@ std::string FormulaNode::name() const { return op_.operator_name().to_string(); 
 
 template <class F>
 void FormulaNode::for_each_saved(F&& f) const {
-  for (size_t i = 0; i < args_.size(); ++i) {
-    const IValue& a = args_[i];
+  for (size_t i = 0; i < call_.args.size(); ++i) {
+    const IValue& a = call_.args[i];
     if (a.is_tensor() && a.to_tensor().defined()) f(a.to_tensor(), false, i);
     if (a.is_tensor_list()) {
       for (const Tensor& t : a.to_tensor_list()) f(t, false, i);
     }
   }
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    if (outputs_[i].saved.defined()) f(outputs_[i].saved, true, i);
+  for (size_t i = 0; i < call_.outputs.size(); ++i) {
+    if (call_.outputs[i].saved.defined()) f(call_.outputs[i].saved, true, i);
   }
 }
 
@@ -125,18 +114,18 @@ void FormulaNode::check_saved_versions() const {
 NodeVector<Tensor> FormulaNode::apply(NodeVector<Tensor>& grads_out) {
   check_saved_versions();
   for (size_t i = 0; i < grads_out.size(); ++i) {
-    const TensorMeta& meta = outputs_[i].meta;
+    const TensorMeta& meta = call_.outputs[i].meta;
     if (!grads_out[i].defined() && is_floating_point(meta.dtype)) {
       grads_out[i] = zeros(meta.sizes, meta.dtype);
     }
   }
-  NodeVector<Tensor> grads_in(slots_.size());
+  NodeVector<Tensor> grads_in(call_.slots.size());
   BackwardContext context(*this, grads_out, grads_in);
   derivative_.backward(context);
-  for (size_t s = 0; s < slots_.size(); ++s) {
+  for (size_t s = 0; s < call_.slots.size(); ++s) {
     Tensor& g = grads_in[s];
     if (!g.defined()) continue;
-    const TensorMeta& meta = slots_[s];
+    const TensorMeta& meta = call_.slots[s];
     if (g.sizes() != IntArrayRef(meta.sizes)) g = sum_to(g, meta.sizes);
     if (g.dtype() != meta.dtype) g = g.to(meta.dtype);
   }

@@ -24,18 +24,32 @@ struct OutputInfo {
 // Per argument: its first tensor slot, or kNoSlot.
 using SlotIndex = SmallVector<uint16_t, 8>;
 
+// What a node keeps of its call, inline for the common op (up to three
+// arguments, two tensor arguments, one output), so that recording it makes one
+// allocation. The Autograd kernel fills it in place, in the node.
+struct RecordedCall {
+  InlineVector<IValue, 3> args;  // the tensors the formula reads, unwrapped; other values as passed
+  SlotIndex first_slot;
+  InlineVector<TensorMeta, 2> slots;  // per tensor argument (list elements flattened)
+  uint32_t needs_grad_args = 0;       // bit i: some slot of argument i needs a gradient
+  InlineVector<OutputInfo, 1> outputs;
+};
+
 // The backward node of one call of an op with a Derivative: it keeps the
 // arguments and outputs the formula reads (unwrapped to the level below the
 // grad level), their versions, and the shapes of every tensor argument.
 class FormulaNode final : public Node {
  public:
-  FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level,
-              NodeVector<Edge> next_edges, Stack args, SlotIndex first_slot,
-              NodeVector<TensorMeta> slots, uint32_t needs_grad_args,
-              NodeVector<OutputInfo> outputs);
+  FormulaNode(const OperatorHandle& op, const Derivative& derivative, int64_t level)
+      : Node({}), op_(op), derivative_(derivative), level_(level) {}
+
+  // Filled by the Autograd kernel while it records the call (with the edges, in
+  // Node::mutable_next_edges()); seal() then notes the saved tensors' versions.
+  RecordedCall& call() { return call_; }
+  void seal();
 
   NodeVector<Tensor> apply(NodeVector<Tensor>& grads_out) override;
-  uint32_t num_outputs() const override { return static_cast<uint32_t>(outputs_.size()); }
+  uint32_t num_outputs() const override { return static_cast<uint32_t>(call_.outputs.size()); }
   std::string name() const override;
 
   static constexpr uint16_t kNoSlot = UINT16_MAX;
@@ -50,11 +64,7 @@ class FormulaNode final : public Node {
   OperatorHandle op_;
   Derivative derivative_;
   int64_t level_;
-  Stack args_;
-  SlotIndex first_slot_;
-  NodeVector<TensorMeta> slots_;  // per tensor argument (list elements flattened)
-  uint32_t needs_grad_args_;      // bit i: some slot of argument i needs a gradient
-  NodeVector<OutputInfo> outputs_;
+  RecordedCall call_;
   SmallVector<uint32_t, 6> saved_versions_;  // in for_each_saved order
 };
 

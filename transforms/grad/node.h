@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tensor/allocator.h"
+#include "tensor/inline_vector.h"
 #include "tensor/intrusive_ptr.h"
 #include "tensor/tensor.h"
 
@@ -21,6 +22,8 @@ struct Edge {
   IntrusivePtr<Node> node;
   uint32_t input_nr = 0;
 };
+// One per differentiable input of the forward op; most ops have one or two.
+using EdgeList = InlineVector<Edge, 2>;
 
 // A step of the backward graph: it receives one gradient per output of the
 // forward op it stands for and produces one per next edge (the forward op's
@@ -29,7 +32,7 @@ struct Edge {
 // any outer grad level, and free of cycles through wrappers.
 class Node : public RefCounted {
  public:
-  explicit Node(NodeVector<Edge> next_edges) : next_edges_(std::move(next_edges)) {}
+  explicit Node(EdgeList next_edges) : next_edges_(std::move(next_edges)) {}
 
   // One node is made per recorded op: from the per-thread cache, like TensorImpl.
   static void* operator new(size_t nbytes) { return cached_host_allocate(nbytes); }
@@ -41,10 +44,12 @@ class Node : public RefCounted {
   // The forward op, for error messages.
   virtual std::string name() const = 0;
 
-  const NodeVector<Edge>& next_edges() const { return next_edges_; }
+  const EdgeList& next_edges() const { return next_edges_; }
+  // For a node whose edges are filled in after it is made (while recording).
+  EdgeList& mutable_next_edges() { return next_edges_; }
 
  private:
-  NodeVector<Edge> next_edges_;
+  EdgeList next_edges_;
 };
 
 // Collects the gradient of a leaf: the input a grad transform differentiates.
