@@ -5,6 +5,7 @@
 
 #include "dispatcher/ivalue.h"
 #include "dispatcher/kernel_function.h"
+#include "tensor/inline_vector.h"
 
 namespace strata {
 class OperatorHandle;
@@ -43,6 +44,9 @@ class OperatorHandle;
 namespace strata::autograd {
 
 class FormulaNode;
+
+// The gradients a backward node produces, one per next edge (input slot).
+using GradList = InlineVector<Tensor, 2>;
 
 // The arguments of the call a formula differentiates, as both modes read them.
 class FormulaArguments {
@@ -85,13 +89,13 @@ class BackwardContext : public FormulaArguments {
 
  private:
   friend class FormulaNode;
-  using Grads = std::vector<Tensor, CachedAllocator<Tensor>>;
-  BackwardContext(FormulaNode& node, Grads& grads_out, Grads& grads_in);
+  using GradsOut = std::vector<Tensor, CachedAllocator<Tensor>>;
+  BackwardContext(FormulaNode& node, GradsOut& grads_out, GradList& grads_in);
   size_t slot(size_t arg, size_t element) const;
 
   FormulaNode& node_;
-  Grads& grads_out_;
-  Grads& grads_in_;
+  GradsOut& grads_out_;
+  GradList& grads_in_;
   // Bit i: some element of argument i needs a gradient (asked per argument by
   // nearly every formula, so computed once per node).
   uint32_t needs_grad_args_ = 0;

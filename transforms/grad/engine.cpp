@@ -181,7 +181,7 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots,
     ready.pop_back();
     NodeTask& task = scratch.existing(node);
     if (task.sink != kNotASink) results[task.sink] = task.grads[0];
-    NodeVector<Tensor> grads_in;
+    GradList grads_in;
     bool any_defined = false;
     for (const Tensor& g : task.grads) any_defined |= g.defined();
     if (any_defined) grads_in = node->apply(task.grads);

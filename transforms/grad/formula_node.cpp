@@ -9,7 +9,7 @@ namespace strata::autograd {
 
 // ---- BackwardContext ----------------------------------------------------------
 
-BackwardContext::BackwardContext(FormulaNode& node, Grads& grads_out, Grads& grads_in)
+BackwardContext::BackwardContext(FormulaNode& node, GradsOut& grads_out, GradList& grads_in)
     : FormulaArguments(node.call_.args.data()),
       node_(node),
       grads_out_(grads_out),
@@ -98,6 +98,7 @@ void FormulaNode::for_each_saved(F&& f) const {
 }
 
 void FormulaNode::check_saved_versions() const {
+  if (saved_versions_.empty()) return;  // nothing saved (add, sum, views, ...)
   size_t k = 0;
   for_each_saved([&](const Tensor& t, bool is_output, size_t i) {
     const uint32_t saved = saved_versions_[k++];
@@ -111,7 +112,7 @@ void FormulaNode::check_saved_versions() const {
   });
 }
 
-NodeVector<Tensor> FormulaNode::apply(NodeVector<Tensor>& grads_out) {
+GradList FormulaNode::apply(NodeVector<Tensor>& grads_out) {
   check_saved_versions();
   for (size_t i = 0; i < grads_out.size(); ++i) {
     const TensorMeta& meta = call_.outputs[i].meta;
@@ -119,7 +120,7 @@ NodeVector<Tensor> FormulaNode::apply(NodeVector<Tensor>& grads_out) {
       grads_out[i] = zeros(meta.sizes, meta.dtype);
     }
   }
-  NodeVector<Tensor> grads_in(call_.slots.size());
+  GradList grads_in(call_.slots.size());
   BackwardContext context(*this, grads_out, grads_in);
   derivative_.backward(context);
   for (size_t s = 0; s < call_.slots.size(); ++s) {

@@ -48,7 +48,7 @@ class FormulaNode final : public Node {
   RecordedCall& call() { return call_; }
   void seal();
 
-  NodeVector<Tensor> apply(NodeVector<Tensor>& grads_out) override;
+  GradList apply(NodeVector<Tensor>& grads_out) override;
   uint32_t num_outputs() const override { return static_cast<uint32_t>(call_.outputs.size()); }
   std::string name() const override;
 

@@ -8,6 +8,7 @@
 #include "tensor/inline_vector.h"
 #include "tensor/intrusive_ptr.h"
 #include "tensor/tensor.h"
+#include "transforms/grad/derivative.h"
 
 namespace strata::autograd {
 
@@ -39,7 +40,7 @@ class Node : public RefCounted {
   static void operator delete(void* ptr, size_t nbytes) { cached_host_deallocate(ptr, nbytes); }
 
   // grads_out has num_outputs() entries; an undefined one means zero.
-  virtual NodeVector<Tensor> apply(NodeVector<Tensor>& grads_out) = 0;
+  virtual GradList apply(NodeVector<Tensor>& grads_out) = 0;
   virtual uint32_t num_outputs() const = 0;
   // The forward op, for error messages.
   virtual std::string name() const = 0;
@@ -56,7 +57,7 @@ class Node : public RefCounted {
 class GradSink final : public Node {
  public:
   GradSink() : Node({}) {}
-  NodeVector<Tensor> apply(NodeVector<Tensor>&) override { return {}; }
+  GradList apply(NodeVector<Tensor>&) override { return {}; }
   uint32_t num_outputs() const override { return 1; }
   std::string name() const override { return "GradSink"; }
 };
