@@ -28,12 +28,17 @@ std::string concat(const Parts&... parts) {
 }  // namespace strata
 
 // STRATA_CHECK(cond, "tag", parts...) throws strata::Error("[tag] parts...")
-// when cond is false. The message parts are only formatted on failure.
-#define STRATA_CHECK(cond, tag, ...)                                    \
-  do {                                                                  \
-    if (__builtin_expect(!(cond), 0)) {                                 \
-      ::strata::detail::throw_error(tag, ::strata::detail::concat(__VA_ARGS__)); \
-    }                                                                   \
+// when cond is false. The message parts are only formatted on failure, in a
+// cold out-of-line lambda: the checks sit on every op's hot path, and an inline
+// formatting block would cost the checking function its registers and frame.
+#define STRATA_CHECK(cond, tag, ...)                                                 \
+  do {                                                                               \
+    if (__builtin_expect(!(cond), 0)) {                                              \
+      [&]() __attribute__((noinline, cold)) {                                        \
+        ::strata::detail::throw_error(tag, ::strata::detail::concat(__VA_ARGS__));   \
+      }();                                                                           \
+      __builtin_unreachable();                                                       \
+    }                                                                                \
   } while (0)
 
 #define STRATA_FAIL(tag, ...) \

@@ -50,9 +50,8 @@ void* TensorImpl::operator new(size_t nbytes) { return cached_host_allocate(nbyt
 
 void TensorImpl::operator delete(void* ptr, size_t nbytes) { cached_host_deallocate(ptr, nbytes); }
 
-void* TensorImpl::data_ptr() const {
-  STRATA_CHECK(storage_, impl_name(), "tensor has no storage: its data cannot be accessed");
-  return static_cast<char*>(storage_->data()) + storage_offset_ * element_size(dtype_);
+void TensorImpl::throw_no_storage() const {
+  STRATA_FAIL(impl_name(), "tensor has no storage: its data cannot be accessed");
 }
 
 uint32_t TensorImpl::version() const { return storage_ ? storage_->version() : 0; }

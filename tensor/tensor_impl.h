@@ -43,7 +43,10 @@ class TensorImpl : public RefCounted {
   bool has_storage() const { return static_cast<bool>(storage_); }
   const Storage& storage() const { return storage_; }
   // Address of element 0 (after the offset); requires storage.
-  void* data_ptr() const;
+  void* data_ptr() const {
+    if (__builtin_expect(!storage_, 0)) throw_no_storage();
+    return static_cast<char*>(storage_->data()) + storage_offset_ * element_size(dtype_);
+  }
 
   // Shared by views of one storage; in-place ops bump it.
   uint32_t version() const;
@@ -77,6 +80,7 @@ class TensorImpl : public RefCounted {
 
  private:
   void refresh_numel_and_contiguity();
+  [[noreturn]] void throw_no_storage() const;
 
   Storage storage_;
   DimVector sizes_;
