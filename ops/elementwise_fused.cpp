@@ -7,6 +7,8 @@
 // whole basis as its batch, so each pass saved is over the largest tensors of
 // the call: the fused tangent reads t_a and t_b and writes the result, where a
 // mul and an addcmul also wrote and read back the intermediate t_a b.
+#include <utility>
+
 #include "dispatcher/library.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/elementwise_util.h"
@@ -28,24 +30,26 @@ using MulAddSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Tens
 constexpr const char* kName = "strata::addcmul";
 constexpr const char* kMulAdd = "strata::mul_add";
 
+// The dtype a fused op computes in (the inputs' promoted one, not Bool) and its
+// output, shaped as all inputs broadcast together.
+std::pair<ScalarType, Tensor> fused_output(ArrayRef<Tensor> inputs, const char* name) {
+  const ScalarType dtype = result_type(inputs);
+  elementwise::check_not_bool(dtype, name);
+  DimVector shape(inputs[0].sizes());
+  for (size_t i = 1; i < inputs.size(); ++i)
+    shape = broadcast_shapes(shape, inputs[i].sizes(), name);
+  return {dtype, make_empty_tensor(shape, dtype, inputs[0].device(), name)};
+}
+
 Tensor addcmul_cpu(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& value) {
-  const ScalarType dtype = result_type({self, a, b});
-  elementwise::check_not_bool(dtype, kName);
+  auto [dtype, out] = fused_output({self, a, b}, kName);
   elementwise::check_alpha(value, dtype, kName, "value");
-  const DimVector shape =
-      broadcast_shapes(broadcast_shapes(self.sizes(), a.sizes(), kName), b.sizes(), kName);
-  Tensor out = make_empty_tensor(shape, dtype, self.device(), kName);
   cpu::addcmul_kernel(out, InDtype(self, dtype), InDtype(a, dtype), InDtype(b, dtype), value);
   return out;
 }
 
 Tensor mul_add_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {
-  const ScalarType dtype = result_type({a, b, c, d});
-  elementwise::check_not_bool(dtype, kMulAdd);
-  const DimVector shape = broadcast_shapes(
-      broadcast_shapes(broadcast_shapes(a.sizes(), b.sizes(), kMulAdd), c.sizes(), kMulAdd),
-      d.sizes(), kMulAdd);
-  Tensor out = make_empty_tensor(shape, dtype, a.device(), kMulAdd);
+  auto [dtype, out] = fused_output({a, b, c, d}, kMulAdd);
   cpu::mul_add_kernel(out, InDtype(a, dtype), InDtype(b, dtype), InDtype(c, dtype),
                       InDtype(d, dtype));
   return out;
