@@ -169,7 +169,7 @@ void fill_kernel(const Tensor& out, const Scalar& value) {
   dispatch_all(out.dtype(), "strata::fill_", [&](auto tag) {
     using T = decltype(tag);
     const T v = value.to<T>();
-    run_rows(make_elementwise_layout(out, {}), [v](char** data, const int64_t* strides, int64_t n) {
+    run_rows(out, {}, [v](char** data, const int64_t* strides, int64_t n) {
       if (strides[0] == sizeof(T)) {
         std::fill_n(reinterpret_cast<T*>(data[0]), n, v);
       } else {

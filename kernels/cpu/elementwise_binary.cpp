@@ -158,7 +158,7 @@ void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, c
         }
       }
     };
-    run_rows(make_elementwise_layout(out, {&condition, &a, &b}), row);
+    run_rows(out, {&condition, &a, &b}, row);
   });
 }
 
@@ -204,11 +204,8 @@ void run_fused(const Tensor& out, const std::array<const Tensor*, kInputs>& inpu
     }
     (std::make_index_sequence<kInputs>());
   };
-  const ElementwiseLayout layout = [&]<size_t... K>(std::index_sequence<K...>) {
-    return make_elementwise_layout(out, {inputs[K]...});
-  }
+  [&]<size_t... K>(std::index_sequence<K...>) { run_rows(out, {inputs[K]...}, row); }
   (std::make_index_sequence<kInputs>());
-  run_rows(layout, row);
 }
 
 void check_fused_dtypes(const char* op, const Tensor& out,

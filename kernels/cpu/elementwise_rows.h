@@ -10,8 +10,10 @@
 #include <utility>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
 #include "tensor/scalar_type.h"
+#include "tensor/tensor.h"
 
 namespace strata::cpu {
 
@@ -74,6 +76,35 @@ void run_rows(const ElementwiseLayout& layout, const Row& row) {
       const_cast<Row*>(&row));
 }
 
+// Runs row(data, strides, n) over out and its inputs (Note [Elementwise loops]).
+// The common small call (out contiguous, each input contiguous over out's shape
+// or a single element, too few elements to split across threads) is one row
+// called directly: building the layout's dim vectors costs more than the row
+// itself for the scalars and short vectors that nested transforms work on.
+template <class Row>
+void run_rows(const Tensor& out, std::initializer_list<const Tensor*> inputs, const Row& row) {
+  const int64_t n = out.numel();
+  bool single_row = n > 0 && n <= kElementwiseGrain && out.is_contiguous();
+  std::array<char*, kMaxOperands> data{};
+  std::array<int64_t, kMaxOperands> strides{};
+  size_t k = 0;
+  for (const Tensor* t : inputs) {
+    const bool broadcast = t->numel() == 1;
+    single_row = single_row && (broadcast || (t->is_contiguous() && t->sizes() == out.sizes()));
+    if (!single_row) break;
+    ++k;
+    strides[k] = broadcast ? 0 : element_size(t->dtype());
+    data[k] = static_cast<char*>(t->data_ptr());
+  }
+  if (!single_row) {
+    run_rows(make_elementwise_layout(out, inputs), row);
+    return;
+  }
+  data[0] = static_cast<char*>(out.data_ptr());
+  strides[0] = element_size(out.dtype());
+  row(data.data(), strides.data(), n);
+}
+
 // An op with an Eigen array expression for whole contiguous rows.
 template <class Op, class In>
 concept HasArrayForm = requires(const Op& op, const ConstArrayMap<In>& x) {
@@ -126,18 +157,16 @@ void binary_row(char** data, const int64_t* strides, int64_t n, const Op& op) {
 
 template <class Out, class In, class Op>
 void run_unary(const Tensor& out, const Tensor& in, const Op& op) {
-  run_rows(make_elementwise_layout(out, {&in}),
-           [&op](char** data, const int64_t* strides, int64_t n) {
-             unary_row<Out, In>(data, strides, n, op);
-           });
+  run_rows(out, {&in}, [&op](char** data, const int64_t* strides, int64_t n) {
+    unary_row<Out, In>(data, strides, n, op);
+  });
 }
 
 template <class Out, class In, class Op>
 void run_binary(const Tensor& out, const Tensor& a, const Tensor& b, const Op& op) {
-  run_rows(make_elementwise_layout(out, {&a, &b}),
-           [&op](char** data, const int64_t* strides, int64_t n) {
-             binary_row<Out, In>(data, strides, n, op);
-           });
+  run_rows(out, {&a, &b}, [&op](char** data, const int64_t* strides, int64_t n) {
+    binary_row<Out, In>(data, strides, n, op);
+  });
 }
 
 }  // namespace strata::cpu
