@@ -8,34 +8,20 @@ namespace strata {
 
 const char* to_string(IValue::Tag tag) {
   switch (tag) {
-    case IValue::Tag::None:
-      return "None";
-    case IValue::Tag::Tensor:
-      return "Tensor";
-    case IValue::Tag::Double:
-      return "float";
-    case IValue::Tag::Int:
-      return "int";
-    case IValue::Tag::Bool:
-      return "bool";
-    case IValue::Tag::Scalar:
-      return "Scalar";
-    case IValue::Tag::ScalarType:
-      return "ScalarType";
-    case IValue::Tag::Device:
-      return "Device";
-    case IValue::Tag::String:
-      return "str";
-    case IValue::Tag::IntList:
-      return "int[]";
-    case IValue::Tag::DoubleList:
-      return "float[]";
-    case IValue::Tag::BoolList:
-      return "bool[]";
-    case IValue::Tag::TensorList:
-      return "Tensor[]";
-    case IValue::Tag::Generator:
-      return "Generator";
+    case IValue::Tag::None: return "None";
+    case IValue::Tag::Tensor: return "Tensor";
+    case IValue::Tag::Double: return "float";
+    case IValue::Tag::Int: return "int";
+    case IValue::Tag::Bool: return "bool";
+    case IValue::Tag::Scalar: return "Scalar";
+    case IValue::Tag::ScalarType: return "ScalarType";
+    case IValue::Tag::Device: return "Device";
+    case IValue::Tag::String: return "str";
+    case IValue::Tag::IntList: return "int[]";
+    case IValue::Tag::DoubleList: return "float[]";
+    case IValue::Tag::BoolList: return "bool[]";
+    case IValue::Tag::TensorList: return "Tensor[]";
+    case IValue::Tag::Generator: return "Generator";
   }
   return "unknown";
 }
@@ -52,7 +38,6 @@ namespace {
     if (tag() != Tag::TAG) wrong_tag(Tag::TAG, tag()); \
     return std::get<TYPE>(value_);                     \
   }
-STRATA_IVALUE_ACCESSOR(const Tensor&, to_tensor, Tensor, Tensor)
 STRATA_IVALUE_ACCESSOR(ScalarType, to_scalar_type, ScalarType, ScalarType)
 STRATA_IVALUE_ACCESSOR(Device, to_device, Device, Device)
 STRATA_IVALUE_ACCESSOR(const std::string&, to_string_ref, String, std::string)
@@ -63,10 +48,7 @@ STRATA_IVALUE_ACCESSOR(const std::vector<Tensor>&, to_tensor_list, TensorList, s
 STRATA_IVALUE_ACCESSOR(const Generator&, to_generator, Generator, Generator)
 #undef STRATA_IVALUE_ACCESSOR
 
-Tensor& IValue::to_tensor() {
-  if (tag() != Tag::Tensor) wrong_tag(Tag::Tensor, tag());
-  return std::get<Tensor>(value_);
-}
+void IValue::throw_wrong_tag(Tag expected) const { wrong_tag(expected, tag()); }
 
 std::vector<Tensor>& IValue::to_tensor_list() {
   if (tag() != Tag::TensorList) wrong_tag(Tag::TensorList, tag());
@@ -80,16 +62,11 @@ bool IValue::is_number() const {
 
 Scalar IValue::to_scalar() const {
   switch (tag()) {
-    case Tag::Scalar:
-      return std::get<Scalar>(value_);
-    case Tag::Double:
-      return Scalar(std::get<double>(value_));
-    case Tag::Int:
-      return Scalar(std::get<int64_t>(value_));
-    case Tag::Bool:
-      return Scalar(std::get<bool>(value_));
-    default:
-      wrong_tag(Tag::Scalar, tag());
+    case Tag::Scalar: return std::get<Scalar>(value_);
+    case Tag::Double: return Scalar(std::get<double>(value_));
+    case Tag::Int: return Scalar(std::get<int64_t>(value_));
+    case Tag::Bool: return Scalar(std::get<bool>(value_));
+    default: wrong_tag(Tag::Scalar, tag());
   }
 }
 
@@ -113,41 +90,29 @@ bool IValue::to_bool() const {
 
 std::ostream& operator<<(std::ostream& out, const IValue& v) {
   switch (v.tag()) {
-    case IValue::Tag::None:
-      return out << "None";
+    case IValue::Tag::None: return out << "None";
     case IValue::Tag::Tensor: {
       const Tensor& t = v.to_tensor();
       if (!t.defined()) return out << "Tensor(undefined)";
       return out << "Tensor" << shape_string(t.sizes()) << ' ' << t.dtype();
     }
-    case IValue::Tag::Double:
-      return out << v.to_double();
-    case IValue::Tag::Int:
-      return out << v.to_int();
-    case IValue::Tag::Bool:
-      return out << (v.to_bool() ? "True" : "False");
-    case IValue::Tag::Scalar:
-      return out << v.to_scalar();
-    case IValue::Tag::ScalarType:
-      return out << v.to_scalar_type();
-    case IValue::Tag::Device:
-      return out << v.to_device();
-    case IValue::Tag::String:
-      return out << '\'' << v.to_string_ref() << '\'';
-    case IValue::Tag::IntList:
-      return out << shape_string(v.to_int_list());
+    case IValue::Tag::Double: return out << v.to_double();
+    case IValue::Tag::Int: return out << v.to_int();
+    case IValue::Tag::Bool: return out << (v.to_bool() ? "True" : "False");
+    case IValue::Tag::Scalar: return out << v.to_scalar();
+    case IValue::Tag::ScalarType: return out << v.to_scalar_type();
+    case IValue::Tag::Device: return out << v.to_device();
+    case IValue::Tag::String: return out << '\'' << v.to_string_ref() << '\'';
+    case IValue::Tag::IntList: return out << shape_string(v.to_int_list());
     case IValue::Tag::DoubleList: {
       out << '[';
       const auto& list = v.to_double_list();
       for (size_t i = 0; i < list.size(); ++i) out << (i ? ", " : "") << list[i];
       return out << ']';
     }
-    case IValue::Tag::BoolList:
-      return out << "bool[" << v.to_bool_list().size() << ']';
-    case IValue::Tag::TensorList:
-      return out << "Tensor[" << v.to_tensor_list().size() << ']';
-    case IValue::Tag::Generator:
-      return out << "Generator(seed=" << v.to_generator().seed() << ')';
+    case IValue::Tag::BoolList: return out << "bool[" << v.to_bool_list().size() << ']';
+    case IValue::Tag::TensorList: return out << "Tensor[" << v.to_tensor_list().size() << ']';
+    case IValue::Tag::Generator: return out << "Generator(seed=" << v.to_generator().seed() << ')';
   }
   return out;
 }

@@ -67,9 +67,18 @@ class IValue {
   // Int, Double, Bool and Scalar all convert to a Scalar.
   bool is_number() const;
 
-  // Accessors throw strata::Error naming the expected and actual tags.
-  const Tensor& to_tensor() const;
-  Tensor& to_tensor();
+  // Accessors throw strata::Error naming the expected and actual tags. The tensor
+  // ones are inline: every boxed kernel and fallback reads its tensors through them.
+  const Tensor& to_tensor() const {
+    if (const Tensor* t = std::get_if<Tensor>(&value_)) [[likely]]
+      return *t;
+    throw_wrong_tag(Tag::Tensor);
+  }
+  Tensor& to_tensor() {
+    if (Tensor* t = std::get_if<Tensor>(&value_)) [[likely]]
+      return *t;
+    throw_wrong_tag(Tag::Tensor);
+  }
   double to_double() const;
   int64_t to_int() const;
   bool to_bool() const;
@@ -85,6 +94,8 @@ class IValue {
   const Generator& to_generator() const;
 
  private:
+  [[noreturn]] void throw_wrong_tag(Tag expected) const;
+
   std::variant<std::monostate, Tensor, double, int64_t, bool, Scalar, ScalarType, Device,
                std::string, std::vector<int64_t>, std::vector<double>, std::vector<bool>,
                std::vector<Tensor>, Generator>

@@ -76,6 +76,15 @@ void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides,
   refresh_numel_and_contiguity();
 }
 
+void TensorImpl::copy_shape_from(const TensorImpl& other) {
+  sizes_ = other.sizes_;
+  strides_ = other.strides_;
+  storage_offset_ = other.storage_offset_;
+  numel_ = other.numel_;
+  is_contiguous_ = other.is_contiguous_;
+  is_wrapped_number_ = other.is_wrapped_number_;
+}
+
 void TensorImpl::refresh_numel_and_contiguity() {
   int64_t n = 1;
   for (int64_t s : sizes_) n *= s;

@@ -77,6 +77,9 @@ class TensorImpl : public RefCounted {
   // For subclasses that define their own keys and may have no storage.
   TensorImpl(DispatchKeySet keys, ScalarType dtype, Device device);
   void set_key_set(DispatchKeySet keys) { key_set_ = keys; }
+  // Takes other's shape, strides, offset and the facts derived from them, for a
+  // wrapper that mirrors the tensor it wraps (nothing to recompute).
+  void copy_shape_from(const TensorImpl& other);
 
  private:
   void refresh_numel_and_contiguity();

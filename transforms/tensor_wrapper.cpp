@@ -50,10 +50,7 @@ TensorWrapper::TensorWrapper(Tensor value, int64_t level)
 
 TensorWrapper::~TensorWrapper() = default;
 
-void TensorWrapper::refresh_metadata() {
-  set_sizes_and_strides(value_.sizes(), value_.strides(), value_.storage_offset());
-  set_wrapped_number(value_.impl()->is_wrapped_number());
-}
+void TensorWrapper::refresh_metadata() { copy_shape_from(*value_.impl()); }
 
 Tensor wrap_at_level(Tensor value, int64_t level) {
   return Tensor(IntrusivePtr<TensorImpl>(new TensorWrapper(std::move(value), level)));

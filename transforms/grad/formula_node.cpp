@@ -78,6 +78,7 @@ void BackwardContext::set_list_grad(size_t arg, size_t element, Tensor grad) {
 // ---- FormulaNode ----------------------------------------------------------------
 
 void FormulaNode::seal() {
+  if (derivative_.saved_inputs == 0 && derivative_.saved_outputs == 0) return;
   for_each_saved([&](const Tensor& t, bool, size_t) { saved_versions_.push_back(t.version()); });
 }
 
