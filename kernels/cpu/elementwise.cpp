@@ -99,7 +99,11 @@ void run_range(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowF
   std::array<char*, kMaxOperands> ptrs{};
   int64_t column = index[ndim - 1];
   while (begin < end) {
-    for (int op = 0; op < nops; ++op) ptrs[op] = row_start[op] + column * inner[op];
+    // Only the range's first row may start mid-row.
+    ptrs = row_start;
+    if (column != 0) {
+      for (int op = 0; op < nops; ++op) ptrs[op] += column * inner[op];
+    }
     const int64_t n = std::min(row_size - column, end - begin);
     fn(ctx, ptrs.data(), inner.data(), n);
     begin += n;
