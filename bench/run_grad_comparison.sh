@@ -4,19 +4,18 @@
 #   bench/run_grad_comparison.sh [build-dir]      (needs: scripts/install-deps.sh --peers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/comparison_common.sh
 build=${1:-build}
 peer_dir=${PEER_DIR:-../shared/peers/torch}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cmake --build "$build" --target grad > /dev/null
-"$build/bench/grad" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_format=json > "$work/strata.json" 2> /dev/null
+# Rows with a thread count of 2 run unpinned, the rest on one CPU (comparison_common.sh).
+run_strata "$build/bench/grad" '^MlpBatchGrad/[0-9]+/2$' "$work/strata.json"
 peer_dir=$(cd "$peer_dir" && pwd)
-# The peer's run.sh picks the Python with torch and libtorch's BLAS (OpenBLAS, OpenMP).
 for threads in 1 2; do
-  OMP_NUM_THREADS=$threads "$peer_dir/run.sh" "$PWD/bench/peer_grad.py" "$peer_dir" "$threads" \
-    >> "$work/peer.txt"
+  run_peer "$PWD/bench/peer_grad.py" "$peer_dir" "$threads" >> "$work/peer.txt"
 done
 
 /usr/bin/python3 - "$work/strata.json" "$work/peer.txt" <<'PY'

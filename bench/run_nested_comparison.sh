@@ -6,6 +6,7 @@
 # PLOT=path.png chooses where the plot goes (default bench/nested_transforms.png).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/comparison_common.sh
 build=${1:-build}
 peer_dir=$(cd "${PEER_DIR:-../shared/peers/torch}" && pwd)
 plot=${PLOT:-bench/nested_transforms.png}
@@ -14,13 +15,10 @@ trap 'rm -rf "$work"' EXIT
 
 cmake --build "$build" --target nested_transforms > /dev/null
 # A benchmark whose result fails its check is reported with its error (no time).
-"$build/bench/nested_transforms" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_format=json > "$work/strata.json" 2> /dev/null
-# The peer's run.sh picks the Python with torch and libtorch's BLAS; one process per
-# thread count, as the peer scripts do.
+# Rows with a thread count of 2 run unpinned, the rest on one CPU (comparison_common.sh).
+run_strata "$build/bench/nested_transforms" '^(Hessian|HessianClosedForm)/[0-9]+/2$|^(GradCubed|ScalarFunction|VmapVmap|VmapRows|EagerG|Jacrev|Jacfwd|VmapJacrev|JacobianAnalytic)/2$' "$work/strata.json"
 for threads in 1 2; do
-  OMP_NUM_THREADS=$threads "$peer_dir/run.sh" "$PWD/bench/peer_nested.py" "$peer_dir" "$threads" \
-    >> "$work/peer.txt"
+  run_peer "$PWD/bench/peer_nested.py" "$peer_dir" "$threads" >> "$work/peer.txt"
 done
 
 /usr/bin/python3 - "$work/strata.json" "$work/peer.txt" "$plot" <<'PY'
