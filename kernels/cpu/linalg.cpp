@@ -1,14 +1,13 @@
 #include "kernels/cpu/linalg.h"
 
+#include "kernels/cpu/gemm.h"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <string>
 #include <type_traits>
 #include <vector>
-
-#include "kernels/cpu/gemm.h"
 
 #ifdef STRATA_HAVE_BLAS
 #include <cblas.h>
@@ -16,7 +15,6 @@
 extern "C" {
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
-char* openblas_get_corename(void);
 }
 #endif
 
@@ -150,34 +148,12 @@ void eigen_gemm(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>&
 // Note [GEMM through OpenBLAS]
 // When the build finds OpenBLAS (CMake option STRATA_BLAS), float and double
 // products call cblas_?gemm: on AVX2, Eigen's GEMM reaches only about 75 % of
-// OpenBLAS's (bench/gemm.cpp, numbers in bench/README.md). A build for AVX-512
-// uses OpenBLAS only while OpenBLAS runs AVX-512 kernels too (it can be told to
-// run older ones: OPENBLAS_CORETYPE), see blas_kernels_preferred. Small products never
+// OpenBLAS's (bench/gemm.cpp, numbers in bench/README.md). Small products never
 // get here (Note [Small products]). Strata keeps the threading: OpenBLAS runs single-threaded
 // inside each TBB task, so one thread pool serves every kernel, set_num_threads
 // governs GEMM too, and nothing is oversubscribed.
 void keep_blas_single_threaded() {
   if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-}
-
-// Whether OpenBLAS's kernels are at least as wide as Eigen's in this build. Built
-// for AVX-512, Eigen's GEMM (132 GFLOP/s at n = 512, 1 thread) beats OpenBLAS's
-// AVX2 kernels (97), which OpenBLAS 0.3.21 picks on AMD Zen 4: it does not know
-// that CPU's AVX-512. With OPENBLAS_CORETYPE=SkylakeX it runs its AVX-512 kernels
-// (184) and is preferred again.
-bool blas_kernels_preferred() {
-#ifdef __AVX512F__
-  static const bool preferred = [] {
-    const std::string core = openblas_get_corename();
-    for (const char* wide : {"SkylakeX", "Cooperlake", "SapphireRapids"}) {
-      if (core == wide) return true;
-    }
-    return false;
-  }();
-  return preferred;
-#else
-  return true;
-#endif
 }
 
 // BLAS takes 32-bit sizes and strides.
@@ -220,7 +196,7 @@ void gemm_block(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>&
                 T alpha) {
 #ifdef STRATA_HAVE_BLAS
   if constexpr (std::is_floating_point_v<T>) {
-    if (blas_kernels_preferred() && fits_blas(out, a, b)) return blas_gemm(out, a, b, beta, alpha);
+    if (fits_blas(out, a, b)) return blas_gemm(out, a, b, beta, alpha);
   }
 #endif
   constexpr int kRow = Eigen::RowMajor;
