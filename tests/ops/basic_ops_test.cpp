@@ -279,6 +279,20 @@ TEST(BinaryOps, LargeTensorsTakeTheParallelPath) {
                 reference_binary<int64_t>(e, s, [](int64_t x, int64_t y) { return x * y; }));
 }
 
+TEST(BinaryOps, LargeTensorsUnderOneThreadRunInline) {
+  // With one thread set, parallel_for runs the whole range in one call: the
+  // strided driver then starts mid-row nowhere but must still cover every row.
+  struct OneThread {
+    OneThread() { st::cpu::set_num_threads(1); }
+    ~OneThread() { st::cpu::set_num_threads(0); }
+  } one_thread;
+  const Shape shape = {613, 491};
+  Operand t = make_operand(shape, st::kFloat32, Layout::Transposed, 8);
+  Operand col = make_operand({613, 1}, st::kFloat32, Layout::Contiguous, 9);
+  expect_values(st::sub(t.tensor, col.tensor),
+                reference_binary<float>(t, col, [](float x, float y) { return x - y; }));
+}
+
 // ---- type promotion ------------------------------------------------------------------
 
 TEST(BinaryOps, TypePromotion) {
