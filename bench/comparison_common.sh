@@ -5,9 +5,13 @@
 # same single-threaded benchmark ran up to 2x slower there, and which CPU a
 # process lands on was chance, so unpinned ratios compared different machines.
 
+# The CPU count comes from getconf: nproc answers OMP_NUM_THREADS, which the peer's
+# single-threaded run sets to 1.
 pin_one_cpu() {
-  if command -v taskset > /dev/null && [ "$(nproc)" -ge 2 ]; then
-    taskset -c "${BENCH_CPU:-$(($(nproc) - 1))}" "$@"
+  local cpus
+  cpus=$(getconf _NPROCESSORS_ONLN)
+  if command -v taskset > /dev/null && [ "$cpus" -ge 2 ]; then
+    taskset -c "${BENCH_CPU:-$((cpus - 1))}" "$@"
   else
     "$@"
   fi
@@ -32,10 +36,7 @@ PY
 # run_peer SCRIPT PEER_DIR THREADS: the peer's run.sh (it picks the Python with torch
 # and libtorch's BLAS), one process per thread count as the peer scripts do.
 run_peer() {
-  local script=$1 peer_dir=$2 threads=$3
-  if [ "$threads" = 1 ]; then
-    OMP_NUM_THREADS=1 pin_one_cpu "$peer_dir/run.sh" "$script" "$peer_dir" 1
-  else
-    OMP_NUM_THREADS=$threads "$peer_dir/run.sh" "$script" "$peer_dir" "$threads"
-  fi
+  local script=$1 peer_dir=$2 threads=$3 pin=()
+  if [ "$threads" = 1 ]; then pin=(pin_one_cpu); fi
+  OMP_NUM_THREADS=$threads "${pin[@]}" "$peer_dir/run.sh" "$script" "$peer_dir" "$threads"
 }

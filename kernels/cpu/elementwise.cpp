@@ -21,14 +21,8 @@ ElementwiseLayout make_elementwise_layout(const Tensor& out,
   int n = 1;
   for (const Tensor* t : inputs) operands[n++] = t;
 
-  // Fast path: every operand contiguous over out's shape, or a single element
-  // (broadcast with stride 0): one row of numel elements.
-  bool flat = out.is_contiguous();
-  for (int op = 1; flat && op < layout.num_operands; ++op) {
-    const Tensor& t = *operands[op];
-    flat = t.numel() == 1 || (t.is_contiguous() && t.sizes() == out.sizes());
-  }
-  if (flat) {
+  // Fast path: one row of numel elements.
+  if (is_single_row(out, inputs)) {
     if (layout.numel != 1) layout.shape.push_back(layout.numel);
     for (int op = 0; op < layout.num_operands; ++op) {
       const Tensor& t = *operands[op];

@@ -76,6 +76,17 @@ void run_rows(const ElementwiseLayout& layout, const Row& row) {
       const_cast<Row*>(&row));
 }
 
+// Whether out and its inputs run as one row: out contiguous, each input
+// contiguous over out's shape or a single element (broadcast with stride 0).
+// Inline: every small elementwise call asks.
+inline bool is_single_row(const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  if (!out.is_contiguous()) return false;
+  for (const Tensor* t : inputs) {
+    if (t->numel() != 1 && !(t->is_contiguous() && t->sizes() == out.sizes())) return false;
+  }
+  return true;
+}
+
 // Runs row(data, strides, n) over out and its inputs (Note [Elementwise loops]).
 // The common small call (out contiguous, each input contiguous over out's shape
 // or a single element, too few elements to split across threads) is one row
@@ -84,24 +95,18 @@ void run_rows(const ElementwiseLayout& layout, const Row& row) {
 template <class Row>
 void run_rows(const Tensor& out, std::initializer_list<const Tensor*> inputs, const Row& row) {
   const int64_t n = out.numel();
-  bool single_row = n > 0 && n <= kElementwiseGrain && out.is_contiguous();
-  std::array<char*, kMaxOperands> data{};
-  std::array<int64_t, kMaxOperands> strides{};
-  size_t k = 0;
-  for (const Tensor* t : inputs) {
-    const bool broadcast = t->numel() == 1;
-    single_row = single_row && (broadcast || (t->is_contiguous() && t->sizes() == out.sizes()));
-    if (!single_row) break;
-    ++k;
-    strides[k] = broadcast ? 0 : element_size(t->dtype());
-    data[k] = static_cast<char*>(t->data_ptr());
-  }
-  if (!single_row) {
+  if (n == 0 || n > kElementwiseGrain || !is_single_row(out, inputs)) {
     run_rows(make_elementwise_layout(out, inputs), row);
     return;
   }
-  data[0] = static_cast<char*>(out.data_ptr());
-  strides[0] = element_size(out.dtype());
+  std::array<char*, kMaxOperands> data{static_cast<char*>(out.data_ptr())};
+  std::array<int64_t, kMaxOperands> strides{element_size(out.dtype())};
+  size_t k = 0;
+  for (const Tensor* t : inputs) {
+    ++k;
+    data[k] = static_cast<char*>(t->data_ptr());
+    strides[k] = t->numel() == 1 ? 0 : element_size(t->dtype());
+  }
   row(data.data(), strides.data(), n);
 }
 

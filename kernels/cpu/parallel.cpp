@@ -5,8 +5,6 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
-#include <algorithm>
-#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -14,15 +12,13 @@ namespace strata::cpu {
 namespace {
 std::mutex g_control_mutex;
 std::unique_ptr<tbb::global_control> g_thread_limit;
-// The limit set through set_num_threads (0: none), read on every parallel call.
-std::atomic<int> g_threads_set{0};
 }  // namespace
 
 void parallel_for_chunks(int64_t begin, int64_t end, int64_t grain,
                          const std::function<void(int64_t, int64_t)>& body) {
   // With one thread allowed TBB would still split the range into tasks and run
   // them one by one: a few microseconds per call for nothing.
-  if (g_threads_set.load(std::memory_order_relaxed) == 1) {
+  if (num_threads() == 1) {
     body(begin, end);
     return;
   }
@@ -33,7 +29,6 @@ void parallel_for_chunks(int64_t begin, int64_t end, int64_t grain,
 void set_num_threads(int threads) {
   std::lock_guard<std::mutex> lock(g_control_mutex);
   g_thread_limit.reset();
-  g_threads_set.store(std::max(threads, 0), std::memory_order_relaxed);
   if (threads > 0) {
     g_thread_limit = std::make_unique<tbb::global_control>(
         tbb::global_control::max_allowed_parallelism, static_cast<size_t>(threads));
