@@ -31,14 +31,22 @@ struct ElementwiseLayout {
   DimVector shape;                              // after merging dims
   std::array<DimVector, kMaxOperands> strides;  // in bytes
   std::array<char*, kMaxOperands> data{};
+  // Rows are computed into an L1 buffer and copied to operand 0 with streaming
+  // stores (Note [Streaming large outputs]); see output_streams.
+  bool stream_output = false;
 };
+
+// Whether a layout whose operand 0 is only written (never read by the row) and
+// has elements of out_element_size bytes should stream it: dense rows, large.
+bool output_streams(const ElementwiseLayout& layout, int64_t out_element_size);
 
 // Operand 0 is `out`; inputs must broadcast to its shape.
 ElementwiseLayout make_elementwise_layout(const Tensor& out,
                                           std::initializer_list<const Tensor*> inputs);
 
 // fn(ctx, data, strides, n) handles n elements of one row, operand pointers in
-// `data`, byte strides in `strides`. Runs in parallel above kElementwiseGrain.
+// `data` (read only: the driver steps them between rows), byte strides in
+// `strides`. Runs in parallel above kElementwiseGrain.
 using RowFn = void (*)(void* ctx, char** data, const int64_t* strides, int64_t n);
 void run_elementwise(const ElementwiseLayout& layout, RowFn fn, void* ctx);
 

@@ -96,7 +96,9 @@ template <class Row>
 void run_rows(const Tensor& out, std::initializer_list<const Tensor*> inputs, const Row& row) {
   const int64_t n = out.numel();
   if (n == 0 || n > kElementwiseGrain || !is_single_row(out, inputs)) {
-    run_rows(make_elementwise_layout(out, inputs), row);
+    ElementwiseLayout layout = make_elementwise_layout(out, inputs);
+    layout.stream_output = output_streams(layout, element_size(out.dtype()));
+    run_rows(layout, row);
     return;
   }
   std::array<char*, kMaxOperands> data{static_cast<char*>(out.data_ptr())};
