@@ -25,10 +25,11 @@ void set_num_threads(int threads);
 int num_threads();
 
 // Below this many elements an elementwise kernel stays on the calling thread.
-// Handing half of a 64K-element pass (256 KB of float, a few microseconds of
-// work) to a TBB worker costs more than it saves: hessian n = 256, whose passes
-// are [256, 256], took 222-233 us at 2 threads against 157-185 at 1 with a grain
-// of 32768, and 157-185 at both with this one (per-sample MLP and CNN unchanged).
-inline constexpr int64_t kElementwiseGrain = 131072;
+// Whether a 64K-element pass (256 KB of float, a few microseconds of work) is
+// worth splitting depends on the machine: on the AMD EPYC VM of earlier runs,
+// hessian n = 256 (passes of [256, 256]) took 222-233 us at 2 threads with this
+// grain against 157-185 with 131072; on the Xeon VM of 2026-11-25 it takes 137
+// us with this grain against 168 with 131072 (per-sample MLP and CNN unchanged).
+inline constexpr int64_t kElementwiseGrain = 32768;
 
 }  // namespace strata::cpu

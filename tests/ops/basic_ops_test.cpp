@@ -257,7 +257,7 @@ TEST(BinaryOps, BoolMulIsLogicalAnd) {
 }
 
 TEST(BinaryOps, LargeTensorsTakeTheParallelPath) {
-  // 613 * 491 = 300983 elements, above the 131072-element grain; rows are odd-sized
+  // 613 * 491 = 300983 elements, above the elementwise grain; rows are odd-sized
   // so chunks start in the middle of rows.
   const Shape shape = {613, 491};
   Operand a = make_operand(shape, st::kFloat32, Layout::Contiguous, 1);
