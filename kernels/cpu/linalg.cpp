@@ -72,9 +72,14 @@ MatrixRef<T> matrix_ref(const Tensor& t, int64_t first_dim) {
           t.strides()[first_dim + 1]};
 }
 
-// Below this many multiply-adds a product stays on the calling thread; above it,
-// every parallel task gets at least this many (a few tens of microseconds).
+// A batch of products is split into parallel tasks of at least this many
+// multiply-adds (a few microseconds).
 constexpr int64_t kGemmGrainMacs = int64_t{1} << 18;
+// One product is split only into tasks of at least this many: cut in two, each
+// half repacks the shared operand and narrows the blocks, and waking the other
+// thread costs microseconds. Grad of the MLP at batch 32 (two products of 3.2M
+// multiply-adds) took 184 us at 2 threads split at kGemmGrainMacs, 148 us unsplit.
+constexpr int64_t kGemmSplitMacs = int64_t{1} << 21;
 // Row blocks of a parallel product are multiples of this (Eigen's register tile).
 constexpr int64_t kBlockAlign = 16;
 
@@ -293,7 +298,7 @@ void gemm(const OutRef<T>& out, MatrixRef<T> a, MatrixRef<T> b, T beta, T alpha,
   std::vector<T> a_packed, b_packed;
   a = packed_if_strided(a, a_packed);
   b = packed_if_strided(b, b_packed);
-  const int64_t max_tasks = out.rows * out.cols * a.cols / kGemmGrainMacs;
+  const int64_t max_tasks = out.rows * out.cols * a.cols / kGemmSplitMacs;
   if (!parallel || max_tasks < 2) return gemm_block(out, a, b, beta, alpha);
   const int64_t tasks = std::min<int64_t>(num_threads(), max_tasks);
   if (tasks < 2) return gemm_block(out, a, b, beta, alpha);
