@@ -235,9 +235,22 @@ struct MulPartials {
   }
 };
 
-// t_a b + a t_b in one pass over the tangents (ops/elementwise_fused.cpp).
+// x * x: one gradient 2 g x for x instead of g x twice and their sum, a backward
+// op and an accumulation fewer (under hessian each is a pass over the basis).
+void mul_backward(BackwardContext& c) {
+  if (c.needs_grad(0) && c.needs_grad(1) && c.same_tensor(0, 1)) {
+    return c.set_grad(0, c.grad() * elementwise::scaled(c.input(0), 2.0));
+  }
+  backward_by<MulPartials>(c);
+}
+
+// t_a b + a t_b in one pass over the tangents (ops/elementwise_fused.cpp); for
+// x * x, 2 x t_x, whose 2 x is on the primal.
 void mul_forward(ForwardContext& c) {
   if (!c.has_tangent(0) || !c.has_tangent(1)) return forward_by<MulPartials>(c);
+  if (c.input(0).impl() == c.input(1).impl() && c.tangent(0).impl() == c.tangent(1).impl()) {
+    return c.set_tangent(0, c.tangent(0) * elementwise::scaled(c.input(0), 2.0));
+  }
   c.set_tangent(0, mul_add(c.tangent(0), c.input(1), c.input(0), c.tangent(1)));
 }
 
@@ -298,8 +311,8 @@ void where_forward(ForwardContext& c) {
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   const KernelFunction add = by_partials<AddPartials<1>>(0);
   const KernelFunction sub = by_partials<AddPartials<-1>>(0);
-  const KernelFunction mul = derivative(
-      {.backward = &backward_by<MulPartials>, .forward = &mul_forward, .saved_inputs = args(0, 1)});
+  const KernelFunction mul =
+      derivative({.backward = &mul_backward, .forward = &mul_forward, .saved_inputs = args(0, 1)});
   const KernelFunction div = by_partials<DivPartials>(args(1), args(0));
   m.impl("add.Tensor", add);
   m.impl("add_.Tensor", add);

@@ -164,6 +164,25 @@ TEST(Grad, OutputNotDependingOnTheInputHasZeroGradient) {
   expect_values(grad([](const Tensor& t) { return t.sum() * 0.0 + 1.0; })(x), {0.0, 0.0});
 }
 
+// x * x gives x one gradient 2 g x (ops/elementwise_binary.cpp, mul_backward);
+// a value passed as two arguments is two tensors, each with its own gradient.
+TEST(Grad, SquareOfOneTensorAndTwoArgumentsSharingAValue) {
+  Tensor x = tensor({-1.5, 0.5, 2.0}, {3});
+  expect_values(grad([](const Tensor& t) { return (t * t).sum(); })(x), {-3.0, 1.0, 4.0});
+  auto [ga, gb] = grad<0, 1>([](const Tensor& a, const Tensor& b) { return (a * b).sum(); })(x, x);
+  expect_values(ga, {-1.5, 0.5, 2.0});
+  expect_values(gb, {-1.5, 0.5, 2.0});
+  // Second order: sum(grad(sum(u u))(t) * t) = 2 sum(t^2), whose gradient is 4 t.
+  auto inner = grad([](const Tensor& u) { return (u * u).sum(); });
+  expect_values(grad([&](const Tensor& t) { return (inner(t) * t).sum(); })(x), {-6.0, 2.0, 8.0});
+  // x captured by an inner level: a constant there, one tensor at the outer level.
+  const Tensor y = tensor({1.0, 1.0, 1.0}, {3});
+  auto captured = [&](const Tensor& t) {
+    return grad([&](const Tensor& u) { return (t * t * u).sum(); })(y).sum();
+  };
+  expect_values(grad(captured)(x), {-3.0, 1.0, 4.0});
+}
+
 TEST(Vjp, CallableMoreThanOnceWithTreeOutputs) {
   Tensor x = tensor({1.0, 2.0}, {2});
   Tensor y = tensor({3.0, -1.0}, {2});

@@ -32,6 +32,17 @@ TEST(Jvp, SinTimesSquareAgainstClosedForm) {
   EXPECT_TRUE(ty.impl()->has_storage()) << "tangents leave the transform unwrapped";
 }
 
+TEST(Jvp, SquareOfOneTensorAndTwoPrimalsSharingAValue) {
+  Tensor x = tensor({-1.5, 0.5, 2.0}, {3});
+  Tensor t = tensor({1.0, -2.0, 0.25}, {3});
+  auto square = [](const Tensor& v) { return v * v; };
+  EXPECT_TRUE(allclose(jvp(square, std::tuple{x}, std::tuple{t}).second, x * t * 2.0));
+  // The same value as two primals with different tangents: t_a b + a t_b.
+  Tensor u = tensor({0.5, 1.0, -1.0}, {3});
+  auto product = [](const Tensor& a, const Tensor& b) { return a * b; };
+  EXPECT_TRUE(allclose(jvp(product, std::tuple{x, x}, std::tuple{t, u}).second, t * x + x * u));
+}
+
 TEST(Jvp, SeveralPrimalsAndAnOutputWithoutTangent) {
   Tensor a = tensor({0.5, -1.0, 2.0}, {3});
   Tensor b = tensor({1.5, 0.25, -0.75}, {3});

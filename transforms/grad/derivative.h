@@ -84,6 +84,11 @@ class BackwardContext : public FormulaArguments {
   // Whether argument `arg` (any element of a list) needs a gradient.
   bool needs_grad(size_t arg) const { return arg < 32 && (needs_grad_args_ >> arg & 1u); }
   bool needs_grad(size_t arg, size_t element) const;
+  // Whether tensor arguments a and b (both saved) are one tensor at this level,
+  // as in x * x: the same value below it and the same gradient edge, so that one
+  // gradient may stand for both. Arguments passed twice through grad<0, 1> are
+  // two tensors here, with two edges.
+  bool same_tensor(size_t a, size_t b) const;
   void set_grad(size_t arg, Tensor grad);
   void set_list_grad(size_t arg, size_t element, Tensor grad);
 

@@ -68,6 +68,13 @@ bool BackwardContext::needs_grad(size_t arg, size_t element) const {
   return node_.call_.slots.at(slot(arg, element)).needs_grad;
 }
 
+bool BackwardContext::same_tensor(size_t a, size_t b) const {
+  if (input(a).impl() != input(b).impl()) return false;
+  const Edge& edge_a = node_.next_edges()[slot(a, 0)];
+  const Edge& edge_b = node_.next_edges()[slot(b, 0)];
+  return edge_a.node && edge_a.node == edge_b.node && edge_a.input_nr == edge_b.input_nr;
+}
+
 void BackwardContext::set_grad(size_t arg, Tensor grad) { set_list_grad(arg, 0, std::move(grad)); }
 
 void BackwardContext::set_list_grad(size_t arg, size_t element, Tensor grad) {
