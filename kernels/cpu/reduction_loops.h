@@ -250,8 +250,20 @@ void run_reduction(const R& r, const typename R::In* in, const ReductionGeometry
     for (int64_t o = 0; o < g.out_numel; ++o) r.finish(o, r.identity(), 0, r.center(o));
     return;
   }
-  const bool columns = !g.out_sizes.empty() && g.out_strides.back() == 1 &&
-                       g.group_strides.back() != 1 && g.group_numel > 1;
+  if (g.group_numel == 1) {
+    // Reduced dims of extent 1 (a per-sample bias gradient under vmap): each
+    // output is one step from its element, with no fold and no accumulator.
+    parallel_for(0, g.out_numel, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      StridedCursor out(g.out_sizes, g.out_strides, g.out_sizes.size(), begin);
+      for (int64_t o = begin; o < end; ++o, out.advance()) {
+        const double c = r.center(o);
+        r.finish(o, r.step(r.identity(), in[out.offset()], 0, c), 1, c);
+      }
+    });
+    return;
+  }
+  const bool columns =
+      !g.out_sizes.empty() && g.out_strides.back() == 1 && g.group_strides.back() != 1;
   if (columns) {
     reduce_columns(r, in, g);
   } else {

@@ -96,5 +96,31 @@ TEST(ReductionNumerics, ShortGroupsOfWideRows) {
   }
 }
 
+// Reducing dims of extent 1 leaves each element alone (the column loop with
+// groups of one), on a contiguous and a transposed input and widened to Int64.
+TEST(ReductionNumerics, DimsOfExtentOne) {
+  Generator gen(4);
+  const Tensor x = randn({37, 1, 129}, gen, kFloat64);
+  const std::vector<double> values = x.to_vector<double>();
+  auto expect_each = [&](const Tensor& got, auto expected) {
+    const std::vector<double> v = got.to_vector<double>();
+    ASSERT_EQ(v.size(), values.size());
+    for (size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(v[i], expected(values[i]), 1e-12) << i;
+  };
+  auto same = [](double a) { return a; };
+  expect_each(x.sum({1}), same);
+  expect_each(x.mean({1}, true), same);
+  expect_each(x.prod(1), same);
+  expect_each(x.amax({1}), same);
+  expect_each(x.norm(2, {1}), [](double a) { return std::abs(a); });
+  expect_each(x.norm(1, {1}), [](double a) { return std::abs(a); });
+  const Tensor t = x.permute({2, 1, 0});  // [129, 1, 37], kept dims strided
+  const std::vector<double> permuted = t.sum({1}).t().contiguous().to_vector<double>();
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(permuted[i], values[i]) << i;
+  const Tensor ints = arange(12, kInt64).reshape({3, 1, 4});
+  EXPECT_EQ(ints.sum({1}).to_vector<int64_t>(), arange(12, kInt64).to_vector<int64_t>());
+  EXPECT_EQ(ints.sum({1}).dtype(), kInt64);
+}
+
 }  // namespace
 }  // namespace strata
