@@ -1,5 +1,6 @@
 #include "ops/elementwise_util.h"
 
+#include "dispatcher/dispatch_mode.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/elementwise.h"
 #include "tensor/error.h"
@@ -51,6 +52,15 @@ void check_in_place(const Tensor& self, ScalarType result_dtype, IntArrayRef res
 void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const char* what) {
   STRATA_CHECK(is_floating_point(dtype) || !alpha.is_floating_point(), op, what, " ", alpha,
                " is a floating-point number but the result dtype is ", dtype);
+}
+
+void accumulate_plain(const Tensor& sum, const Tensor& grad) {
+  if (sum.device().is_cpu() && grad.device().is_cpu() && dispatch_mode_stack_size() == 0) {
+    cpu::add_kernel(sum, sum, grad, 1);
+    sum.impl()->bump_version();
+    return;
+  }
+  sum.add_(grad);
 }
 
 Tensor scaled(const Tensor& t, const Scalar& factor) {

@@ -1,6 +1,7 @@
 #pragma once
 
-// Helpers shared by the elementwise operator files (ops/elementwise_*.cpp).
+// Helpers shared by the elementwise operator files (ops/elementwise_*.cpp), and
+// the gradient accumulation of the backward engine.
 
 #include "tensor/array_ref.h"
 #include "tensor/scalar.h"
@@ -49,6 +50,14 @@ void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const ch
 // t times factor; t itself (no op) when factor is 1, as an alpha or beta nearly
 // always is.
 Tensor scaled(const Tensor& t, const Scalar& factor);
+
+// sum += grad for the backward engine (transforms/grad/engine.cpp), which has
+// checked what add_ would: plain tensors (no transform's wrapper), the same dtype
+// and shape, sum contiguous and held by no one else. On CPU with no dispatch mode
+// to see the call it runs the kernel directly: through the dispatcher each of the
+// many small accumulations of a backward pass cost about 490 instructions, most of
+// them re-deciding what is known here.
+void accumulate_plain(const Tensor& sum, const Tensor& grad);
 
 // Arithmetic without a Bool meaning (neg, sub, pow, ...) rejects Bool inputs.
 void check_not_bool(ScalarType dtype, const char* op);

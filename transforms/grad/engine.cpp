@@ -1,6 +1,7 @@
 #include <memory>
 #include <vector>
 
+#include "ops/elementwise_util.h"
 #include "tensor/error.h"
 #include "transforms/grad/node.h"
 #include "transforms/layer_stack.h"
@@ -130,7 +131,7 @@ void accumulate(NodeVector<Tensor>& grads, uint32_t index, Tensor grad) {
   if (!sum.defined()) {
     sum = std::move(grad);
   } else if (can_accumulate_in_place(sum, grad)) {
-    sum.add_(grad);
+    elementwise::accumulate_plain(sum, grad);
   } else {
     sum = sum.add(grad);
   }
