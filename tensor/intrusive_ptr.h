@@ -26,8 +26,14 @@ class RefCounted {
   template <class T>
   friend class IntrusivePtr;
   void retain() const { refcount_.fetch_add(1, std::memory_order_relaxed); }
+  // A locked read-modify-write costs tens of cycles, and an op under a few
+  // transforms makes and drops dozens of handles. The last handle needs none:
+  // no other thread holds one that could take a new reference, and the acquire
+  // load still sees what threads that dropped theirs wrote (as libstdc++'s
+  // shared_ptr does for a sole owner).
   void release() const {
-    if (refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (refcount_.load(std::memory_order_acquire) == 1 ||
+        refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       const_cast<RefCounted*>(this)->release_self();
     }
   }
@@ -63,6 +69,15 @@ class IntrusivePtr {
   explicit operator bool() const { return ptr_ != nullptr; }
   T* detach() { return std::exchange(ptr_, nullptr); }
 
+  // The first handle to a just-made object: nothing else can see it yet, so the
+  // count is set rather than incremented.
+  static IntrusivePtr adopt_new(T* fresh) {
+    IntrusivePtr handle;
+    fresh->refcount_.store(1, std::memory_order_relaxed);
+    handle.ptr_ = fresh;
+    return handle;
+  }
+
   friend bool operator==(const IntrusivePtr& a, const IntrusivePtr& b) { return a.ptr_ == b.ptr_; }
 
  private:
@@ -71,7 +86,7 @@ class IntrusivePtr {
 
 template <class T, class... Args>
 IntrusivePtr<T> make_intrusive(Args&&... args) {
-  return IntrusivePtr<T>(new T(std::forward<Args>(args)...));
+  return IntrusivePtr<T>::adopt_new(new T(std::forward<Args>(args)...));
 }
 
 }  // namespace strata

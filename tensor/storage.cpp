@@ -24,10 +24,11 @@ IntrusivePtr<StorageImpl> StorageImpl::allocate(size_t nbytes, Device device) {
   if (allocator->host_accessible()) {
     char* block = static_cast<char*>(allocator->allocate(kHeaderBytes + nbytes));
     auto* impl = new (block) StorageImpl(block + kHeaderBytes, nbytes, device, allocator, true);
-    return IntrusivePtr<StorageImpl>(impl);
+    return IntrusivePtr<StorageImpl>::adopt_new(impl);
   }
   void* data = allocator->allocate(nbytes);
-  return IntrusivePtr<StorageImpl>(new StorageImpl(data, nbytes, device, allocator, false));
+  return IntrusivePtr<StorageImpl>::adopt_new(
+      new StorageImpl(data, nbytes, device, allocator, false));
 }
 
 void StorageImpl::release_self() {

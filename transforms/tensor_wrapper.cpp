@@ -53,7 +53,7 @@ TensorWrapper::~TensorWrapper() = default;
 void TensorWrapper::refresh_metadata() { copy_shape_from(*value_.impl()); }
 
 Tensor wrap_at_level(Tensor value, int64_t level) {
-  return Tensor(IntrusivePtr<TensorImpl>(new TensorWrapper(std::move(value), level)));
+  return Tensor(IntrusivePtr<TensorImpl>::adopt_new(new TensorWrapper(std::move(value), level)));
 }
 
 void call_below_wrapper_level(const OperatorHandle& op, Stack& stack, int64_t level) {

@@ -25,7 +25,8 @@ void BatchedTensorImpl::refresh_metadata() {
 
 Tensor make_batched(Tensor value, std::optional<int64_t> bdim, int64_t level) {
   if (!bdim || !value.defined()) return value;
-  return Tensor(IntrusivePtr<TensorImpl>(new BatchedTensorImpl(std::move(value), *bdim, level)));
+  return Tensor(
+      IntrusivePtr<TensorImpl>::adopt_new(new BatchedTensorImpl(std::move(value), *bdim, level)));
 }
 
 }  // namespace strata::batching
