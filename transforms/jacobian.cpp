@@ -5,6 +5,8 @@
 #include "ops/creation.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "tensor/storage.h"
+#include "tensor/tensor_impl.h"
 #include "transforms/vmap/vmap.h"
 
 namespace strata::jacobian {
@@ -20,9 +22,42 @@ Tensor reshaped(const Tensor& t, IntArrayRef sizes) {
   return t.sizes() == sizes ? t : t.reshape(sizes);
 }
 
+// Note [Reusing the identity basis]
+// jacfwd and hessian push the whole n x n identity through fn on every call;
+// at n = 256 building it (a 256 KB memset) was 4 % of the Hessian. A small
+// identity is kept per thread and handed out again only while nothing else can
+// have written it or still holds it: its storage's version is the one it was
+// built with, and the cache holds the only reference to the tensor and its
+// storage (a caller that kept the basis, or a view of it, keeps it from reuse).
+constexpr int64_t kReusedIdentityMaxBytes = int64_t{1} << 20;
+
+struct ReusedIdentity {
+  Tensor tensor;
+  uint32_t version = 0;
+
+  bool reusable(int64_t n, ScalarType dtype) const {
+    if (!tensor.defined() || tensor.size(0) != n || tensor.dtype() != dtype) return false;
+    const TensorImpl& impl = *tensor.impl();
+    return impl.use_count() == 1 && impl.storage()->use_count() == 1 &&
+           impl.storage()->version() == version;
+  }
+};
+
+Tensor identity(int64_t n, ScalarType dtype) {
+  if (n * n * static_cast<int64_t>(element_size(dtype)) > kReusedIdentityMaxBytes) {
+    return eye(n, n, dtype);
+  }
+  thread_local ReusedIdentity cached;
+  if (!cached.reusable(n, dtype)) {
+    cached.tensor = eye(n, n, dtype);
+    cached.version = cached.tensor.impl()->storage()->version();
+  }
+  return cached.tensor;
+}
+
 // Rows [start, start + count) of the n x n identity.
 Tensor identity_rows(int64_t start, int64_t count, int64_t n, ScalarType dtype) {
-  if (start == 0 && count == n) return eye(n, n, dtype);
+  if (start == 0 && count == n) return identity(n, dtype);
   Tensor rows = zeros({count, n}, dtype);
   rows.diagonal(start, 0, 1).fill_(1.0);
   return rows;

@@ -243,6 +243,27 @@ TEST(Jacobian, VmapOfJacrevAndHessianAgainstLoops) {
     EXPECT_TRUE(allclose(hs.select(0, b), hessian(f)(vs.select(0, b))));
 }
 
+// jacfwd reuses its identity basis across calls (Note [Reusing the identity
+// basis]); a basis that was written, or is still held, must not come back.
+TEST(Jacobian, ReusedBasisIsNeverOneThatWasWrittenOrIsHeld) {
+  const Tensor x = tensor({0.5, -1.0, 2.0});
+  auto identity_map = [](const Tensor& v) { return v; };
+  Tensor kept = jacfwd(identity_map)(x);
+  ASSERT_TRUE(allclose(kept, eye(3, 3, kFloat64)));
+  kept.mul_(full({}, 5.0, kFloat64));
+  EXPECT_TRUE(allclose(jacfwd(identity_map)(x), eye(3, 3, kFloat64)));
+  EXPECT_TRUE(allclose(kept, eye(3, 3, kFloat64) * 5.0));
+  // The Jacobian of the identity map may be the basis itself: written, then dropped.
+  jacfwd(identity_map)(x).mul_(full({}, 5.0, kFloat64));
+  EXPECT_TRUE(allclose(jacfwd(identity_map)(x), eye(3, 3, kFloat64)));
+  // In-place writes inside the function replace tangents; the basis stays the identity.
+  auto doubled_in_place = [](const Tensor& v) { return v.mul_(full({}, 2.0, kFloat64)); };
+  for (int call = 0; call < 3; ++call) {
+    EXPECT_TRUE(allclose(jacfwd(doubled_in_place)(x.clone()), eye(3, 3, kFloat64) * 2.0))
+        << "call " << call;
+  }
+}
+
 // What jacfwd is for: a Jacobian inside an outer transform's function.
 TEST(Jacobian, GradOfJacobianDeterminantLikeSum) {
   const Tensor x = tensor({0.3, -0.6, 0.9});
