@@ -6,9 +6,12 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "dispatcher/dispatch_mode.h"
+#include "dispatcher/dispatcher.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
 #include "transforms/layer_stack.h"
@@ -30,6 +33,19 @@ std::string error_message(F&& f) {
   ADD_FAILURE() << "expected strata::Error, nothing was thrown";
   return "";
 }
+
+// A dispatch mode that counts the calls it sees, by operator name.
+class CountingMode : public DispatchMode {
+ public:
+  explicit CountingMode(std::map<std::string, int>& counts) : counts_(counts) {}
+  void dispatch(const OperatorHandle& op, Stack& stack) override {
+    ++counts_[op.operator_name().to_string()];
+    call_next(op, stack);
+  }
+
+ private:
+  std::map<std::string, int>& counts_;
+};
 
 inline void expect_contains(const std::string& message, std::initializer_list<const char*> parts) {
   for (const char* part : parts) {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "dispatcher/dispatch_mode.h"
 #include "ops/creation.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 #include "tensor/storage.h"
 #include "tensor/tensor_impl.h"
+#include "transforms/layer_stack.h"
 #include "transforms/vmap/vmap.h"
 
 namespace strata::jacobian {
@@ -29,6 +31,8 @@ Tensor reshaped(const Tensor& t, IntArrayRef sizes) {
 // have written it or still holds it: its storage's version is the one it was
 // built with, and the cache holds the only reference to the tensor and its
 // storage (a caller that kept the basis, or a view of it, keeps it from reuse).
+// Only outside every transform and dispatch mode: inside a transform eye()
+// makes a tensor of that transform's level, and a mode must see the call.
 constexpr int64_t kReusedIdentityMaxBytes = int64_t{1} << 20;
 
 struct ReusedIdentity {
@@ -44,9 +48,9 @@ struct ReusedIdentity {
 };
 
 Tensor identity(int64_t n, ScalarType dtype) {
-  if (n * n * static_cast<int64_t>(element_size(dtype)) > kReusedIdentityMaxBytes) {
-    return eye(n, n, dtype);
-  }
+  const bool reuse = layer_stack_empty() && dispatch_mode_stack_size() == 0 &&
+                     n * n * static_cast<int64_t>(element_size(dtype)) <= kReusedIdentityMaxBytes;
+  if (!reuse) return eye(n, n, dtype);
   thread_local ReusedIdentity cached;
   if (!cached.reusable(n, dtype)) {
     cached.tensor = eye(n, n, dtype);

@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/test_support.h"
+
 namespace strata {
 namespace {
 
@@ -213,27 +215,16 @@ TEST(Vjp, AccumulationLeavesCotangentsAndSharedGradientsIntact) {
   expect_values(g, {3.5, 6.0});
   expect_values(y, {0.5, 3.0});
 }
+
 // Plain gradients are summed by the CPU kernel directly, but a dispatch mode
 // (trace, an op counter) must still see those sums as add_ calls.
-class CountingMode : public DispatchMode {
- public:
-  explicit CountingMode(std::map<std::string, int>& counts) : counts_(counts) {}
-  void dispatch(const OperatorHandle& op, Stack& stack) override {
-    ++counts_[op.operator_name().to_string()];
-    call_next(op, stack);
-  }
-
- private:
-  std::map<std::string, int>& counts_;
-};
-
 TEST(Vjp, AccumulationIsSeenByDispatchModes) {
   Tensor x = tensor({1.0, -2.0}, {2});
   auto f = [](const Tensor& t) { return (t + t + t + t * 3.0).sum(); };
   expect_values(grad(f)(x), {6.0, 6.0});
   std::map<std::string, int> counts;
   {
-    DispatchModeGuard mode(std::make_shared<CountingMode>(counts));
+    DispatchModeGuard mode(std::make_shared<testing::CountingMode>(counts));
     expect_values(grad(f)(x), {6.0, 6.0});
   }
   EXPECT_EQ(counts["strata::add_.Tensor"], 3) << "four gradients of x meet: three sums";

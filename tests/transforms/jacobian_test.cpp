@@ -256,6 +256,13 @@ TEST(Jacobian, ReusedBasisIsNeverOneThatWasWrittenOrIsHeld) {
   // The Jacobian of the identity map may be the basis itself: written, then dropped.
   jacfwd(identity_map)(x).mul_(full({}, 5.0, kFloat64));
   EXPECT_TRUE(allclose(jacfwd(identity_map)(x), eye(3, 3, kFloat64)));
+  // A dispatch mode sees the basis made on every call.
+  std::map<std::string, int> counts;
+  {
+    DispatchModeGuard mode(std::make_shared<testing::CountingMode>(counts));
+    for (int call = 0; call < 2; ++call) jacfwd(identity_map)(x);
+  }
+  EXPECT_EQ(counts["strata::eye"], 2);
   // In-place writes inside the function replace tangents; the basis stays the identity.
   auto doubled_in_place = [](const Tensor& v) { return v.mul_(full({}, 2.0, kFloat64)); };
   for (int call = 0; call < 3; ++call) {
