@@ -1,13 +1,14 @@
 #include "kernels/cpu/linalg.h"
 
-#include "kernels/cpu/gemm.h"
-
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
 #include <limits>
 #include <type_traits>
 #include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_thin.h"
 
 #ifdef STRATA_HAVE_BLAS
 #include <cblas.h>
@@ -199,11 +200,15 @@ void keep_blas_single_threaded() {}
 template <class T>
 void gemm_block(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>& b, T beta,
                 T alpha) {
-#ifdef STRATA_HAVE_BLAS
   if constexpr (std::is_floating_point_v<T>) {
+    if (thin_gemm(out.rows, out.cols, a.cols, alpha, a.data, a.row_stride, a.col_stride, b.data,
+                  b.row_stride, b.col_stride, beta, out.data, out.row_stride)) {
+      return;
+    }
+#ifdef STRATA_HAVE_BLAS
     if (fits_blas(out, a, b)) return blas_gemm(out, a, b, beta, alpha);
-  }
 #endif
+  }
   constexpr int kRow = Eigen::RowMajor;
   constexpr int kCol = Eigen::ColMajor;
   const bool a_rows = order_of(a) == Order::RowMajor;
