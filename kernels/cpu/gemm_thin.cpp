@@ -25,6 +25,9 @@ namespace {
 //   OpenBLAS (Note [GEMM through OpenBLAS], linalg.cpp).
 constexpr int64_t kShortInner = 64;
 constexpr int64_t kThinRows = 256;
+// Below this many columns or inner steps Eigen's blocking costs more than OpenBLAS's
+// small-matrix kernels: [32, 128] x [128, 10] took 3.4 us against 0.7.
+constexpr int64_t kLargeEnough = 32;
 
 template <class T>
 using Packet = typename Eigen::internal::packet_traits<T>::type;
@@ -190,7 +193,7 @@ bool thin_gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_r
 #ifdef __AVX512F__
   const bool a_row_major = (a_col_stride == 1 || k <= 1) && (a_row_stride >= k || m <= 1);
   const bool b_col_major = (b_row_stride == 1 || k <= 1) && (b_col_stride >= k || n <= 1);
-  if (m <= kThinRows && a_row_major && b_col_major) {
+  if (m <= kThinRows && n >= kLargeEnough && k >= kLargeEnough && a_row_major && b_col_major) {
     eigen_gemm_in_workspace(m, n, k, alpha, a, m <= 1 ? k : a_row_stride, b,
                             n <= 1 ? k : b_col_stride, beta, c, c_row_stride);
     return true;

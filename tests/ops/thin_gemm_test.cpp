@@ -3,7 +3,8 @@
 // times a column-major one. Each is checked element by element against a loop
 // written here, in Float32 and Float64, through mm and addmm (beta, alpha) and on
 // the kernel directly, with edges: row counts that are not a whole tile, columns
-// past the last whole tile and vector, padded and transposed operands.
+// past the last whole tile and vector, padded and transposed operands; and a
+// small product with a column-major right operand, which leaves the gathering loop.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -119,40 +120,39 @@ TEST(ThinGemm, ShortInnerDimDouble) { check_short_inner_dims<double>(); }
 TEST(ThinGemm, FewRowsFloat) { check_few_rows<float>(); }
 TEST(ThinGemm, FewRowsDouble) { check_few_rows<double>(); }
 
-// The same shapes through the ops, as a linear layer and its weight gradient use them.
-TEST(ThinGemm, MmAndAddmmAgainstLoops) {
+// addmm(bias, a, b, beta, alpha) against a loop, element by element.
+void expect_addmm(const st::Tensor& bias, const st::Tensor& a, const st::Tensor& b, double beta,
+                  double alpha) {
+  const double tolerance = a.dtype() == st::kFloat32 ? 1e-4 : 1e-12;
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const std::vector<double> as = a.to(st::kFloat64).contiguous().to_vector<double>();
+  const std::vector<double> bs = b.to(st::kFloat64).contiguous().to_vector<double>();
+  const std::vector<double> cs = bias.to(st::kFloat64).contiguous().to_vector<double>();
+  const std::vector<double> got =
+      st::addmm(bias, a, b, beta, alpha).to(st::kFloat64).to_vector<double>();
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p) sum += as[i * k + p] * bs[p * n + j];
+      const double want = beta * cs[i * n + j] + alpha * sum;
+      ASSERT_NEAR(got[i * n + j], want, tolerance * (1 + std::abs(want)))
+          << "[" << m << ", " << k << "] x [" << k << ", " << n << "] element (" << i << ", " << j
+          << ")";
+    }
+  }
+}
+
+// The shapes of a linear layer and its weight gradient, through the op.
+TEST(ThinGemm, LayerShapesThroughAddmm) {
   for (st::ScalarType dtype : {st::kFloat32, st::kFloat64}) {
-    const double tolerance = dtype == st::kFloat32 ? 1e-4 : 1e-12;
     st::Generator gen(5);
     const st::Tensor x = st::randn({32, 784}, gen, dtype);
     const st::Tensor w = st::randn({128, 784}, gen, dtype);
     const st::Tensor g = st::randn({32, 128}, gen, dtype);
-    const st::Tensor bias = st::randn({32, 128}, gen, dtype);
-    const std::vector<double> xs = x.to(st::kFloat64).to_vector<double>();
-    const std::vector<double> ws = w.to(st::kFloat64).to_vector<double>();
-    const std::vector<double> gs = g.to(st::kFloat64).to_vector<double>();
-    const std::vector<double> bs = bias.to(st::kFloat64).to_vector<double>();
-    // addmm(bias, x, w^T, beta 0.5, alpha 2): few rows times a column-major operand.
-    const std::vector<double> layer =
-        st::addmm(bias, x, w.t(), 0.5, 2.0).to(st::kFloat64).to_vector<double>();
-    for (int64_t i = 0; i < 32; ++i) {
-      for (int64_t j = 0; j < 128; ++j) {
-        double sum = 0;
-        for (int64_t p = 0; p < 784; ++p) sum += xs[i * 784 + p] * ws[j * 784 + p];
-        const double want = 0.5 * bs[i * 128 + j] + 2.0 * sum;
-        ASSERT_NEAR(layer[i * 128 + j], want, tolerance * (1 + std::abs(want))) << i << ", " << j;
-      }
-    }
-    // g^T x: an inner dim of 32 and a transposed left operand.
-    const std::vector<double> weight_grad = st::mm(g.t(), x).to(st::kFloat64).to_vector<double>();
-    for (int64_t i = 0; i < 128; ++i) {
-      for (int64_t j = 0; j < 784; ++j) {
-        double sum = 0;
-        for (int64_t p = 0; p < 32; ++p) sum += gs[p * 128 + i] * xs[p * 784 + j];
-        ASSERT_NEAR(weight_grad[i * 784 + j], sum, tolerance * (1 + std::abs(sum)))
-            << i << ", " << j;
-      }
-    }
+    const st::Tensor w2 = st::randn({10, 128}, gen, dtype);
+    expect_addmm(st::randn({32, 128}, gen, dtype), x, w.t(), 0.5, 2.0);   // x W^T
+    expect_addmm(st::zeros({128, 784}, dtype), g.t(), x, 0.0, 1.0);       // g^T x
+    expect_addmm(st::randn({32, 10}, gen, dtype), g, w2.t(), 1.0, -1.0);  // h W2^T, small
   }
 }
 
