@@ -6,6 +6,7 @@
 //   EigenGemm           Eigen's GEMM called directly on row-major matrices; its threads are
 //                       OpenMP's (this file is built with OpenMP, the library is not)
 //   OpenBlasSgemm       cblas_sgemm, threads set with openblas_set_num_threads
+//   StrataThin / EigenThin / OpenBlasThin  the MLP layer's thin products (see kThinShapes)
 // Target: StrataMm >= 90 % of the better of EigenGemm and OpenBlasSgemm at each size
 // and thread count (see bench/README.md for the numbers and the decision).
 #include <benchmark/benchmark.h>
@@ -13,6 +14,8 @@
 #include <strata/strata.h>
 
 #include <Eigen/Core>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "bench_support.h"
@@ -129,6 +132,93 @@ void all_sizes(benchmark::internal::Benchmark* b) {
   small_sizes(b);
   sizes_and_threads(b);
 }
+
+// The MLP layer's products (Note [Thin products], kernels/cpu/gemm_thin.cpp), 1 thread:
+// x W^T with few rows (W stored [n, k]), and the weight gradient g^T x with a short
+// inner dim (g stored [k, m]). Argument: the row of kThinShapes.
+struct ThinShape {
+  int m, n, k;
+  bool a_transposed, b_transposed;
+};
+constexpr ThinShape kThinShapes[] = {{32, 128, 784, false, true},
+                                     {64, 128, 784, false, true},
+                                     {256, 128, 784, false, true},
+                                     {128, 784, 32, true, false},
+                                     {128, 784, 64, true, false}};
+
+struct ThinOperands {
+  ThinShape shape;
+  RowMajorMatrix a_stored, b_stored;  // as stored: transposed ones as [k, m] / [n, k]
+  explicit ThinOperands(int64_t row)
+      : shape(kThinShapes[row]),
+        a_stored(RowMajorMatrix::Random(shape.a_transposed ? shape.k : shape.m,
+                                        shape.a_transposed ? shape.m : shape.k)),
+        b_stored(RowMajorMatrix::Random(shape.b_transposed ? shape.n : shape.k,
+                                        shape.b_transposed ? shape.k : shape.n)) {}
+  void set_flops(benchmark::State& state) const {
+    state.counters["FLOP/s"] = benchmark::Counter(2.0 * shape.m * shape.n * shape.k,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(std::to_string(shape.m) + "x" + std::to_string(shape.k) + " @ " +
+                   std::to_string(shape.k) + "x" + std::to_string(shape.n));
+  }
+};
+
+st::Tensor as_tensor(const RowMajorMatrix& m, bool transposed) {
+  const st::Tensor t = st::tensor(std::vector<float>(m.data(), m.data() + m.size()),
+                                  {static_cast<int64_t>(m.rows()), static_cast<int64_t>(m.cols())});
+  return transposed ? t.t() : t;
+}
+
+void StrataThin(benchmark::State& state) {
+  const ThinOperands ops(state.range(0));
+  const bench::ThreadLimit threads(1);
+  const st::Tensor a = as_tensor(ops.a_stored, ops.shape.a_transposed);
+  const st::Tensor b = as_tensor(ops.b_stored, ops.shape.b_transposed);
+  for (auto _ : state) {
+    st::Tensor c = st::mm(a, b);
+    benchmark::DoNotOptimize(c.data_ptr());
+  }
+  ops.set_flops(state);
+}
+
+void EigenThin(benchmark::State& state) {
+  const ThinOperands ops(state.range(0));
+  Eigen::setNbThreads(1);
+  RowMajorMatrix c(ops.shape.m, ops.shape.n);
+  for (auto _ : state) {
+    if (ops.shape.a_transposed) {
+      c.noalias() = ops.a_stored.transpose() * ops.b_stored;
+    } else {
+      c.noalias() = ops.a_stored * ops.b_stored.transpose();
+    }
+    benchmark::DoNotOptimize(c.data());
+  }
+  ops.set_flops(state);
+}
+
+void OpenBlasThin(benchmark::State& state) {
+  const ThinOperands ops(state.range(0));
+  openblas_set_num_threads(1);
+  const ThinShape s = ops.shape;
+  RowMajorMatrix c(s.m, s.n);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, s.a_transposed ? CblasTrans : CblasNoTrans,
+                s.b_transposed ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.0f,
+                ops.a_stored.data(), static_cast<int>(ops.a_stored.cols()), ops.b_stored.data(),
+                static_cast<int>(ops.b_stored.cols()), 0.0f, c.data(), s.n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  ops.set_flops(state);
+}
+
+void thin_shapes(benchmark::internal::Benchmark* b) {
+  for (int row = 0; row < static_cast<int>(std::size(kThinShapes)); ++row) b->Arg(row);
+  b->ArgName("shape")->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK(StrataThin)->Apply(thin_shapes);
+BENCHMARK(EigenThin)->Apply(thin_shapes);
+BENCHMARK(OpenBlasThin)->Apply(thin_shapes);
 
 BENCHMARK(StrataMm)->Apply(all_sizes);
 BENCHMARK(StrataMmTransposedA)->Apply(sizes_and_threads);

@@ -16,11 +16,11 @@ namespace {
 //   gradient g^T x of a batch of 32: a register-tiled loop reads a and b in place
 //   (a broadcast, b a few vector loads per step) and keeps its output tile in
 //   registers over the whole inner dim: no packing at all. [128, 32] x [32, 784]:
-//   41.6 us against OpenBLAS's 49.9.
+//   35 us against OpenBLAS's 50 (bench/gemm.cpp, StrataThin and OpenBlasThin).
 // - few rows (m <= kThinRows) times a column-major b, the layer x W^T: Eigen's GEMM
 //   kernels run on packing buffers this thread keeps (Eigen would allocate them per
 //   call: ~400 KB of fresh pages for a 784 x 128 weight). [32, 784] x [784, 128]:
-//   55 us against OpenBLAS's 72 (whose kernels for this shape run at half their
+//   50 us against OpenBLAS's 79 (whose kernels for this shape run at half their
 //   peak). Only where Eigen has AVX-512 kernels; with AVX2 Eigen's GEMM trails
 //   OpenBLAS (Note [GEMM through OpenBLAS], linalg.cpp).
 constexpr int64_t kShortInner = 64;
@@ -129,9 +129,11 @@ void broadcast_gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_
 template <class T>
 class ThreadWorkspace : public Eigen::internal::level3_blocking<T, T> {
  public:
+  // For a row-major output Eigen computes the transposed product, whose rows are
+  // the output's columns: the blocks are sized for that.
   ThreadWorkspace(Eigen::Index m, Eigen::Index n, Eigen::Index k) {
-    this->m_mc = m;
-    this->m_nc = n;
+    this->m_mc = n;
+    this->m_nc = m;
     this->m_kc = k;
     Eigen::internal::computeProductBlockingSizes<T, T, 1>(this->m_kc, this->m_mc, this->m_nc);
     this->m_blockA = buffers()[0].at_least(this->m_mc * this->m_kc);
