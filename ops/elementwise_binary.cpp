@@ -236,10 +236,12 @@ struct MulPartials {
 };
 
 // x * x: one gradient 2 g x for x instead of g x twice and their sum, a backward
-// op and an accumulation fewer (under hessian each is a pass over the basis).
+// op and an accumulation fewer (under hessian each is a pass over the basis). It
+// is written g x + g x, one mul_add whose tangent is one pass too (Note [Repeated
+// products], ops/elementwise_fused.cpp), where g * 2x took a pass for 2 t_x first.
 void mul_backward(BackwardContext& c) {
   if (c.needs_grad(0) && c.needs_grad(1) && c.same_tensor(0, 1)) {
-    return c.set_grad(0, c.grad() * elementwise::scaled(c.input(0), 2.0));
+    return c.set_grad(0, mul_add(c.grad(), c.input(0), c.grad(), c.input(0)));
   }
   backward_by<MulPartials>(c);
 }

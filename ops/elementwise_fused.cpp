@@ -93,16 +93,45 @@ void addcmul_forward(ForwardContext& c) {
 
 // ---- mul_add: each factor's gradient is the gradient times its partner (the
 // other factor of its product: argument arg ^ 1).
+//
+// Note [Repeated products]
+// x * x differentiates to g x + g x (ops/elementwise_binary.cpp): a mul_add whose
+// second product repeats its first. Its derivatives treat it as 2 a b: one
+// gradient per factor, and under forward mode the tangent t_a 2b + 2a t_b in one
+// pass, where 2b and 2a are on the primals (under hessian those are vectors, the
+// tangents [n, n]).
+
+bool repeats_its_product(const BackwardContext& c) {
+  return c.same_tensor(0, 2) && c.same_tensor(1, 3);
+}
 
 void mul_add_backward(BackwardContext& c) {
+  if (repeats_its_product(c)) {
+    const Tensor twice = scaled(c.grad(), 2.0);
+    for (size_t arg : {0, 1}) {
+      if (c.needs_grad(arg)) c.set_grad(arg, twice * c.input(arg ^ 1));
+    }
+    return;
+  }
   for (size_t arg : {0, 1, 2, 3}) {
     if (c.needs_grad(arg)) c.set_grad(arg, c.grad() * c.input(arg ^ 1));
   }
 }
 
+bool repeats_its_product(const ForwardContext& c) {
+  auto same = [&](size_t a, size_t b) {
+    return c.input(a).impl() == c.input(b).impl() && c.tangent(a).impl() == c.tangent(b).impl();
+  };
+  return c.has_tangent(0) && c.has_tangent(1) && same(0, 2) && same(1, 3);
+}
+
 // The tangent t_a b + a t_b + t_c d + c t_d over the factors that have a
 // tangent, two terms per mul_add.
 void mul_add_forward(ForwardContext& c) {
+  if (repeats_its_product(c)) {
+    return c.set_tangent(
+        0, mul_add(c.tangent(0), scaled(c.input(1), 2.0), scaled(c.input(0), 2.0), c.tangent(1)));
+  }
   SmallVector<size_t, 4> factors;
   for (size_t arg : {0, 1, 2, 3}) {
     if (c.has_tangent(arg)) factors.push_back(arg);

@@ -185,6 +185,31 @@ TEST(Grad, SquareOfOneTensorAndTwoArgumentsSharingAValue) {
   expect_values(grad(captured)(x), {-3.0, 1.0, 4.0});
 }
 
+// mul_add(a, b, a, b) is 2 a b (Note [Repeated products]): one gradient per factor.
+// Two arguments sharing a value keep their own gradients; a x x x is 2 x^2.
+TEST(Grad, MulAddRepeatingItsProduct) {
+  Tensor a = tensor({-1.5, 0.5, 2.0}, {3});
+  Tensor b = tensor({0.25, -3.0, 1.0}, {3});
+  auto repeated = [](const Tensor& u, const Tensor& v) { return mul_add(u, v, u, v).sum(); };
+  auto [ga, gb] = grad<0, 1>(repeated)(a, b);
+  expect_values(ga, {0.5, -6.0, 2.0});
+  expect_values(gb, {-3.0, 1.0, 4.0});
+  auto four = [](const Tensor& u, const Tensor& v, const Tensor& p, const Tensor& q) {
+    return mul_add(u, v, p, q).sum();
+  };
+  auto [g0, g1, g2, g3] = grad<0, 1, 2, 3>(four)(a, b, a, b);
+  expect_values(g0, {0.25, -3.0, 1.0});
+  expect_values(g2, {0.25, -3.0, 1.0});
+  expect_values(g1, {-1.5, 0.5, 2.0});
+  expect_values(g3, {-1.5, 0.5, 2.0});
+  expect_values(grad([](const Tensor& x) { return mul_add(x, x, x, x).sum(); })(a),
+                {-6.0, 2.0, 8.0});
+  // Second order through the repeated product that x * x differentiates to:
+  // d/dt sum(grad(sum(u u u))(t)) = d/dt sum(3 t^2) = 6 t.
+  auto inner = grad([](const Tensor& u) { return (u * u * u).sum(); });
+  expect_values(grad([&](const Tensor& t) { return inner(t).sum(); })(a), {-9.0, 3.0, 12.0});
+}
+
 TEST(Vjp, CallableMoreThanOnceWithTreeOutputs) {
   Tensor x = tensor({1.0, 2.0}, {2});
   Tensor y = tensor({3.0, -1.0}, {2});

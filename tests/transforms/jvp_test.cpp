@@ -43,6 +43,27 @@ TEST(Jvp, SquareOfOneTensorAndTwoPrimalsSharingAValue) {
   EXPECT_TRUE(allclose(jvp(product, std::tuple{x, x}, std::tuple{t, u}).second, t * x + x * u));
 }
 
+// mul_add(a, b, a, b) is 2 a b (Note [Repeated products]): the tangent
+// 2 (t_a b + a t_b) in one pass; the same values with other tangents are four factors.
+TEST(Jvp, MulAddRepeatingItsProduct) {
+  Tensor a = tensor({-1.5, 0.5, 2.0}, {3});
+  Tensor b = tensor({0.25, -3.0, 1.0}, {3});
+  Tensor ta = tensor({1.0, -2.0, 0.25}, {3});
+  Tensor tb = tensor({0.5, 1.0, -1.0}, {3});
+  auto repeated = [](const Tensor& u, const Tensor& v) { return mul_add(u, v, u, v); };
+  auto [out, tangent] = jvp(repeated, std::tuple{a, b}, std::tuple{ta, tb});
+  EXPECT_TRUE(allclose(out, a * b * 2.0));
+  EXPECT_TRUE(allclose(tangent, (ta * b + a * tb) * 2.0));
+  auto four = [](const Tensor& u, const Tensor& v, const Tensor& p, const Tensor& q) {
+    return mul_add(u, v, p, q);
+  };
+  const Tensor other = jvp(four, std::tuple{a, b, a, b}, std::tuple{ta, tb, tb, ta}).second;
+  EXPECT_TRUE(allclose(other, ta * b + a * tb + tb * b + a * ta));
+  // Under hessian the repeated product's primals are vectors and its tangents matrices.
+  auto f = [](const Tensor& x) { return (x * x * x).sum(); };
+  EXPECT_TRUE(allclose(hessian(f)(a), eye(3, 3, kFloat64) * (a * 6.0)));
+}
+
 TEST(Jvp, SeveralPrimalsAndAnOutputWithoutTangent) {
   Tensor a = tensor({0.5, -1.0, 2.0}, {3});
   Tensor b = tensor({1.5, 0.25, -0.75}, {3});
