@@ -229,6 +229,10 @@ std::vector<OpInfo> conv_entries() {
             s, [&](int64_t o, int64_t i, int64_t k) { grad[k] += g.values[o] * x.values[i]; });
         return std::vector<Tensor>{from_values(grad, weight_sizes, in[0].dtype())};
       }));
+  // Each weight's gradient sums batch x output positions: 8 x 400 products of the
+  // parallel sample, rounded in float32 in the GEMM's order (worst case near 3200 ulp
+  // of the terms' magnitude, ~2e-4 for the sample's values).
+  infos.back().tolerances[{Check::Forward, kFloat32}] = {5e-5, 1e-4};
   return infos;
 }
 

@@ -74,8 +74,9 @@ void register_forward_tests() {
   for (const OpInfo& info : op_infos()) {
     for (ScalarType dtype : info.dtypes) {
       ::testing::RegisterTest(
-          "OpForward", (info.name + "." + to_string(dtype)).c_str(), nullptr, nullptr, __FILE__,
-          __LINE__, [&info, dtype]() -> ::testing::Test* { return new ForwardTest(info, dtype); });
+          "OpForward", test_name(info.name + "." + to_string(dtype)).c_str(), nullptr, nullptr,
+          __FILE__, __LINE__,
+          [&info, dtype]() -> ::testing::Test* { return new ForwardTest(info, dtype); });
     }
   }
 }

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 
 namespace strata::testing {
 
@@ -93,9 +95,38 @@ class CheckTest : public ::testing::Test {
 
 }  // namespace
 
+std::string test_name(const std::string& name) {
+  std::string safe;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char ch = name[i];
+    if (ch == ':' && i + 1 < name.size() && name[i + 1] == ':') {
+      safe += '_';
+      ++i;
+    } else if (ch == '-') {
+      safe += "minus";
+    } else if (ch == ':' || ch == '*' || ch == '?' || ch == ' ') {
+      safe += '_';
+    } else {
+      safe += ch;
+    }
+  }
+  return safe;
+}
+
+// Every entry's tests are selectable one by one, as ctest runs them: a name the
+// filter syntax reads otherwise would run nothing and pass.
+TEST(OpTable, EveryTestNameSelectsExactlyItself) {
+  std::set<std::string> names;
+  for (const OpInfo& info : op_infos()) {
+    const std::string name = test_name(info.name);
+    EXPECT_EQ(name.find_first_of(":-*? "), std::string::npos) << info.name << " -> " << name;
+    EXPECT_TRUE(names.insert(name).second) << "two entries are both named " << name;
+  }
+}
+
 void register_check(const char* suite, const OpInfo& info, Check check, CheckRunner run) {
   ::testing::RegisterTest(
-      suite, info.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+      suite, test_name(info.name).c_str(), nullptr, nullptr, __FILE__, __LINE__,
       [&info, check, run]() -> ::testing::Test* { return new CheckTest(info, check, run); });
 }
 

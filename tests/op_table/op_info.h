@@ -87,6 +87,13 @@ struct OpInfoRegistrar {
 // failure, if any. An expected failure of the entry for `check` must still
 // fail, so a check that starts passing makes its test fail until the entry is fixed.
 using CheckRunner = std::optional<std::string> (*)(const OpInfo& info, Check check);
+// The op's name as a GoogleTest test name that a --gtest_filter of exactly that
+// name selects: the filter syntax reads ':' as a separator, '-' as the start of
+// negative patterns and '*', '?' as wildcards, and ctest runs each test through such
+// a filter, so "nn::conv2d" would select nothing and pass vacuously. "::" becomes
+// "_", '-' "minus", and ':', '*', '?' and spaces "_".
+std::string test_name(const std::string& name);
+
 void register_check(const char* suite, const OpInfo& info, Check check, CheckRunner run);
 
 // Called by the op-table test binary's main() once every entry is registered.
