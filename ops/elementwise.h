@@ -26,6 +26,10 @@ Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
                const Scalar& value = 1);
 // a * b + c * d in one pass, broadcasting all four.
 Tensor mul_add(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d);
+// The gradients of sin and cos: grad * cos(self) and -grad * sin(self), as ops with
+// their own derivatives (ops/elementwise_trig_backward.cpp).
+Tensor sin_backward(const Tensor& grad, const Tensor& self);
+Tensor cos_backward(const Tensor& grad, const Tensor& self);
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 
 Tensor operator-(const Tensor& t);

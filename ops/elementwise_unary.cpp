@@ -259,6 +259,11 @@ constexpr uint32_t kOutput = args(0);
 
 void neg_backward(BackwardContext& c) { c.set_grad(0, -c.grad()); }
 
+// Through the backward ops, whose own derivatives make forward mode over the
+// gradient one pass (Note [Backward ops with their own derivatives]).
+void sin_backward_formula(BackwardContext& c) { c.set_grad(0, sin_backward(c.grad(), c.input(0))); }
+void cos_backward_formula(BackwardContext& c) { c.set_grad(0, cos_backward(c.grad(), c.input(0))); }
+
 // gelu(x) = x * Phi(x), so d/dx = Phi(x) + x * phi(x). Phi is read off the
 // output as gelu(x) / x rather than needing erf as an op. At 0 it is taken as
 // 1/2 + x * phi(x), Phi's value and slope there, so that an outer grad is right
@@ -340,8 +345,12 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("sqrt", of_output<&sqrt_derivative>());
   m.impl("rsqrt", of_output<&rsqrt_derivative>());
   m.impl("reciprocal", of_output<&reciprocal_derivative>());
-  m.impl("sin", of_input<&sin_derivative>());
-  m.impl("cos", of_input<&cos_derivative>());
+  m.impl("sin", derivative({.backward = &sin_backward_formula,
+                            .forward = &forward_by<OfInput<&sin_derivative>>,
+                            .saved_inputs = kInput}));
+  m.impl("cos", derivative({.backward = &cos_backward_formula,
+                            .forward = &forward_by<OfInput<&cos_derivative>>,
+                            .saved_inputs = kInput}));
   m.impl("tanh", of_output<&tanh_derivative>());
   m.impl("sigmoid", of_output<&sigmoid_derivative>());
   m.impl("gelu", scaled_by<GeluDerivative>(kInput, kOutput));

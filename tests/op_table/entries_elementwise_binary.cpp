@@ -242,6 +242,13 @@ STRATA_OP_INFOS(elementwise_binary) {
   add_info(addcmul_entry("addcmul", 1, numeric_dtypes()));
   add_info(addcmul_entry("addcmul(value=0.5)", 0.5, floating_dtypes()));
   add_info(mul_add_entry());
+  // The gradients of sin and cos, ops of their own (ops/elementwise_trig_backward.cpp).
+  add_info(binary_entry(
+      "sin_backward", [](const Tensor& g, const Tensor& x) { return sin_backward(g, x); },
+      [](double g, double x) { return g * std::cos(x); }, floating_dtypes(), -3.0, 3.0));
+  add_info(binary_entry(
+      "cos_backward", [](const Tensor& g, const Tensor& x) { return cos_backward(g, x); },
+      [](double g, double x) { return -g * std::sin(x); }, floating_dtypes(), -3.0, 3.0));
 
   // The C++ operators with a number on either side (x * 2.5, 3 - x, ...): the number
   // is a wrapped number, so Int64 * 2.5 is Float32, Int64 * 2 stays Int64 and
