@@ -255,6 +255,15 @@ Tensor nll_loss_batched(const Tensor& input, const Tensor& target,
     for (int64_t s : target.sizes()) sizes.push_back(s);
     return batching::make_batched(losses.view(sizes), 0, at.level);
   }
+  if (rows == 1 && !w) {
+    // One row per sample (a per-sample loss): the sum is the row's loss, the mean
+    // that over the row's weight, 1, or 0 for an ignored target (NaN, as the mean
+    // over no targets is).
+    if (static_cast<Reduction>(reduction) == Reduction::Sum) {
+      return batching::make_batched(losses, 0, at.level);
+    }
+    return batching::make_batched(losses / target_weights(), 0, at.level);
+  }
   Tensor total = losses.view({batch, rows}).sum({1});
   if (static_cast<Reduction>(reduction) == Reduction::Mean) {
     if (!weights) weights = target_weights();

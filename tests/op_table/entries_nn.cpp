@@ -184,6 +184,10 @@ std::vector<Sample> nll_loss_samples(ScalarType dtype, bool logits) {
       {"[5, 4] weighted, ignore_index 1", {5, 4}, {1, 3, 1, 0, 2}, true, 1},
       {"[3, 2] every target ignored", {3, 2}, {-1, -1, -1}, false, -1},
       {"[C] input, 0-dim target", {5}, {3}, true, -100},
+      // One row, unweighted: the per-sample loss under vmap (a shortcut there).
+      {"[C] input, 0-dim target, unweighted", {4}, {1}, false, -100},
+      {"[1, 3]", {1, 3}, {2}, false, -100},
+      {"[1, 3] target ignored", {1, 3}, {0}, false, 0},
       {"empty batch", {0, 3}, {}, false, -100},
   };
   std::vector<Sample> samples;
