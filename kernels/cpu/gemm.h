@@ -17,4 +17,13 @@ void gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_row_st
           int64_t a_col_stride, const T* b, int64_t b_row_stride, int64_t b_col_stride, T beta,
           T* c, int64_t c_row_stride);
 
+// The same product when its shape wastes a blocked GEMM's packing (Note [Thin
+// products], gemm_thin.cpp): returns true when it ran it (single-threaded), false,
+// touching nothing, when the shape and layout are not one it handles. gemm takes
+// this route itself; callers need not ask.
+template <class T>
+bool thin_gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_row_stride,
+               int64_t a_col_stride, const T* b, int64_t b_row_stride, int64_t b_col_stride, T beta,
+               T* c, int64_t c_row_stride);
+
 }  // namespace strata::cpu

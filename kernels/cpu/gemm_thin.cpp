@@ -1,9 +1,9 @@
-#include "kernels/cpu/gemm_thin.h"
-
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
 #include <cstring>
+
+#include "kernels/cpu/gemm.h"
 
 namespace strata::cpu {
 namespace {

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/gemm_thin.h"
 
 #ifdef STRATA_HAVE_BLAS
 #include <cblas.h>

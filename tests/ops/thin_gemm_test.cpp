@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/gemm_thin.h"
+#include "kernels/cpu/gemm.h"
 #include "strata/strata.h"
 
 namespace st = strata;
