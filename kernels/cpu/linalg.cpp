@@ -157,7 +157,8 @@ void eigen_gemm(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>&
 // When the build finds OpenBLAS (CMake option STRATA_BLAS), float and double
 // products call cblas_?gemm: on AVX2, Eigen's GEMM reaches only about 75 % of
 // OpenBLAS's (bench/gemm.cpp, numbers in bench/README.md). Small products never
-// get here (Note [Small products]). Strata keeps the threading: OpenBLAS runs single-threaded
+// get here (Note [Small products]), nor thin ones (Note [Thin products],
+// gemm_thin.cpp). Strata keeps the threading: OpenBLAS runs single-threaded
 // inside each TBB task, so one thread pool serves every kernel, set_num_threads
 // governs GEMM too, and nothing is oversubscribed.
 void keep_blas_single_threaded() {
