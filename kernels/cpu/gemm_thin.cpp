@@ -1,7 +1,6 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
-#include <cstring>
 
 #include "kernels/cpu/gemm.h"
 
@@ -11,7 +10,7 @@ namespace {
 // Note [Thin products]
 // A blocked GEMM packs both operands into cache-friendly panels; for a product
 // with few rows or a short inner dim the packing is a large share of the work.
-// The MLP's layers make two such shapes (bench/README.md, "Thin products"):
+// The MLP's layers make two such shapes (bench/README.md, session of f11e3fb):
 // - a short inner dim (k <= kShortInner) with b row-major, e.g. the weight
 //   gradient g^T x of a batch of 32: a register-tiled loop reads a and b in place
 //   (a broadcast, b a few vector loads per step) and keeps its output tile in
