@@ -255,19 +255,14 @@ Tensor nll_loss_batched(const Tensor& input, const Tensor& target,
     for (int64_t s : target.sizes()) sizes.push_back(s);
     return batching::make_batched(losses.view(sizes), 0, at.level);
   }
-  if (rows == 1 && !w) {
-    // One row per sample (a per-sample loss): the sum is the row's loss, the mean
-    // that over the row's weight, 1, or 0 for an ignored target (NaN, as the mean
-    // over no targets is).
-    if (static_cast<Reduction>(reduction) == Reduction::Sum) {
-      return batching::make_batched(losses, 0, at.level);
-    }
-    return batching::make_batched(losses / target_weights(), 0, at.level);
-  }
-  Tensor total = losses.view({batch, rows}).sum({1});
+  // Each sample's sum over its rows; a single row (a per-sample loss) is its own sum.
+  auto per_sample_sum = [&](const Tensor& per_row) {
+    return rows == 1 ? per_row : per_row.view({batch, rows}).sum({1});
+  };
+  Tensor total = per_sample_sum(losses);
   if (static_cast<Reduction>(reduction) == Reduction::Mean) {
     if (!weights) weights = target_weights();
-    total = total / weights->view({batch, rows}).sum({1});
+    total = total / per_sample_sum(*weights);
   }
   return batching::make_batched(total, 0, at.level);
 }

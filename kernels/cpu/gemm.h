@@ -4,6 +4,15 @@
 
 namespace strata::cpu {
 
+// One product (mm, linear) is split only into tasks of at least this many: cut in two, each
+// half repacks the shared operand and narrows the blocks, and waking the other
+// thread costs microseconds. Through OpenBLAS, grad of the MLP at batch 32 (two
+// products of 3.2M multiply-adds) took 184 us at 2 threads split at
+// 256K multiply-adds and 148 us unsplit; since those products take the thin route
+// (Note [Thin products]), which repacks little or nothing, halves pay: 116 us
+// unsplit, 98 us split from 1M.
+inline constexpr int64_t kGemmSplitMacs = int64_t{1} << 20;
+
 // One single-threaded product on raw memory, for kernels that call GEMM on
 // pieces of their own buffers (conv2d's im2col columns):
 //   c[i, j] = beta * c[i, j] + alpha * sum_p a[i, p] * b[p, j]

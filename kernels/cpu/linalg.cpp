@@ -75,14 +75,6 @@ MatrixRef<T> matrix_ref(const Tensor& t, int64_t first_dim) {
 // A batch of products is split into parallel tasks of at least this many
 // multiply-adds (a few microseconds).
 constexpr int64_t kGemmGrainMacs = int64_t{1} << 18;
-// One product is split only into tasks of at least this many: cut in two, each
-// half repacks the shared operand and narrows the blocks, and waking the other
-// thread costs microseconds. Through OpenBLAS, grad of the MLP at batch 32 (two
-// products of 3.2M multiply-adds) took 184 us at 2 threads split at
-// kGemmGrainMacs and 148 us unsplit; since those products take the thin route
-// (Note [Thin products]), which repacks little or nothing, halves pay: 116 us
-// unsplit, 98 us split from 1M.
-constexpr int64_t kGemmSplitMacs = int64_t{1} << 20;
 // Row blocks of a parallel product are multiples of this (Eigen's register tile).
 constexpr int64_t kBlockAlign = 16;
 

@@ -14,13 +14,6 @@
 namespace strata::cpu {
 namespace {
 
-// Below this many flops per block a second thread costs more than it saves. A
-// batch of 32 through 784 -> 128 (6.4M flops) is split in two: since its halves
-// take the thin route (Note [Thin products]) that pays, and it keeps the pool's
-// threads awake for the ops after it (waking a sleeping one costs ~30 us on a
-// VM): vmap(grad) of the MLP at B = 32 on 2 threads went from 0.40 to 0.33 ms.
-constexpr int64_t kGemmGrainFlops = int64_t{1} << 21;
-
 template <class T>
 void linear(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor* bias,
             int64_t rows) {
@@ -31,9 +24,14 @@ void linear(const Tensor& out, const Tensor& input, const Tensor& weight, const 
   const T* x = input.data_ptr<T>();
   T* y = out.data_ptr<T>();
   const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
-  const int64_t row_flops = std::max<int64_t>(1, 2 * in_features * out_features);
+  // Blocks of at least kGemmSplitMacs (gemm.h). A batch of 32 through 784 -> 128
+  // (3.2M multiply-adds) is split in two: its halves take the thin route (Note [Thin
+  // products]), and it keeps the pool's threads awake for the ops after it (waking a
+  // sleeping one costs ~30 us on a VM): vmap(grad) of the MLP at B = 32 on 2
+  // threads went from 0.40 to 0.33 ms.
+  const int64_t row_macs = std::max<int64_t>(1, in_features * out_features);
   const int64_t blocks =
-      std::clamp<int64_t>(rows * row_flops / kGemmGrainFlops, 1, std::max(1, num_threads()));
+      std::clamp<int64_t>(rows * row_macs / kGemmSplitMacs, 1, std::max(1, num_threads()));
   const int64_t block_rows = std::max<int64_t>(1, (rows + blocks - 1) / blocks);
   parallel_for(0, rows, block_rows, [&](int64_t begin, int64_t end) {
     // rows [R, in] @ weight^T [in, out]
