@@ -61,11 +61,24 @@ for model, batches in (("Mlp", (32, 256)), ("Cnn", (32, 64))):
             print(f"| {model.upper()} B={batch} | {threads} | " + " | ".join(cells)
                   + f" | {peak(strata_peak, vg)} / {peak(peer_peak, vg)} |")
 
+print("\nMLP against its write floor (zeroing the per-sample gradients' bytes in reused memory, "
+      "MlpWriteFloor): the issue's 3x-functorch time next to it\n")
+print("| workload | threads | floor ms | Strata ms | Strata / floor | functorch / 3 ms | functorch / 3 / floor |")
+print("|---|---|---|---|---|---|---|")
+for threads in (1, 2):
+    for batch in (32, 256):
+        floor = strata.get(f"MlpWriteFloor/{batch}/{threads}")
+        ours = strata.get(f"MlpVmapGrad/{batch}/{threads}")
+        theirs = peer.get(f"MlpVmapGrad/{batch}/{threads}")
+        target = theirs / 3 if theirs else None
+        cells = [ms(floor), ms(ours), ratio(ours, floor), ms(target), ratio(target, floor)]
+        print(f"| MLP B={batch} | {threads} | " + " | ".join(cells) + " |")
+
 print("\nLike for like (ratio: PyTorch / Strata)\n")
 print("| case | Strata ms | PyTorch ms | ratio | peak MiB Strata / PyTorch |")
 print("|---|---|---|---|---|")
 for name, ns in strata.items():
-    if name.startswith(("Mlp", "Cnn")) and "VmapGrad" not in name:
+    if name.startswith(("Mlp", "Cnn")) and "VmapGrad" not in name and "Floor" not in name:
         theirs = peer.get(name)
         print(f"| {name} | {ms(ns)} | {ms(theirs)} | {ratio(theirs, ns)} "
               f"| {peak(strata_peak, name)} / {peak(peer_peak, name)} |")

@@ -7,6 +7,8 @@
 //                     VmapGrad (vmap(grad(loss))), Loop (grad per sample, stacked) or
 //                     HandWritten (the analytic batched formulas: two GEMMs and two
 //                     einsum outer products, the peer's "einsum" reference)
+//   MlpWriteFloor/B/T the MLP rows' physical limit: zeroing, in memory reused call
+//                     after call, as many bytes as the per-sample gradients hold
 //   Cnn<Method>/B/T   the same for the MNIST-shaped CNN (VmapGrad, Loop)
 //   VmapAddChain/L    64 adds on a [4] sample under L nested vmaps (batch 2 each);
 //                     counters ns/op and, against the eager chain timed alongside,
@@ -94,6 +96,16 @@ void MlpHandWritten(benchmark::State& state) {
   run_per_sample(state, [&] { return mlp_hand_written(d.params, d.x, d.y); });
 }
 
+// At B = 32 the per-sample gradients are 13 MB, 12.8 of them w1's, which no cache
+// here holds: a call of vmap(grad) cannot take less than writing them once.
+void MlpWriteFloor(benchmark::State& state) {
+  const bench::ThreadLimit threads(state.range(1));
+  int64_t per_sample = 0;
+  for (const auto& [name, p] : models::mlp_params()) per_sample += p.numel();
+  const st::Tensor gradients = st::empty({state.range(0) * per_sample}, st::kFloat32);
+  for (auto _ : state) benchmark::DoNotOptimize(gradients.zero_().data_ptr());
+}
+
 struct CnnData {
   Params params = models::cnn_params();
   st::Tensor x, y;
@@ -156,6 +168,7 @@ void VmapAddChain(benchmark::State& state) {
 
 BENCHMARK(MlpVmapGrad)->ArgsProduct({{32, 256}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(MlpHandWritten)->ArgsProduct({{32, 256}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(MlpWriteFloor)->ArgsProduct({{32, 256}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(MlpLoop)->ArgsProduct({{32, 256}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(CnnVmapGrad)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(CnnLoop)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillisecond);
