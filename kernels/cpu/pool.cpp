@@ -76,6 +76,45 @@ void for_each_plane(const Pool2dGeometry& g, Fn&& fn) {
                });
 }
 
+// Whether pixel value x beats the best of a window so far: NaN counts as the
+// maximum, and of equal values the first stays.
+template <class T>
+bool beats(T x, T best) {
+  return (x > best) | std::isnan(x);
+}
+
+// Note [Pooling 2 x 2 windows]
+// The CNN's pooling (and most CNNs') is 2 x 2 windows at stride 2 without padding.
+// Its own loop keeps each window's best value and pixel in registers over four
+// unrolled taps. Whether a tap wins is a coin toss on real data, so the loop must
+// not branch on it: g++ 12 turns a pair of selects on one condition into a branch
+// (7 ns per window here), hence the pixel's arithmetic select. [64, 64, 24, 24] on
+// one thread: 2.4 ms through the general loop below, 0.75 ms this way.
+bool is_2x2_stride_2(const Pool2dGeometry& g) {
+  return g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
+         g.pad_w == 0 && g.dilation_h == 1 && g.dilation_w == 1;
+}
+
+template <class T>
+void max_pool_2x2_stride_2(T* out, int64_t* where, const T* pixels, int64_t in_w, int64_t out_h,
+                           int64_t out_w) {
+  for (int64_t oh = 0; oh < out_h; ++oh) {
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      const int64_t corner = 2 * oh * in_w + 2 * ow;
+      T best = pixels[corner];
+      int64_t best_pixel = corner;
+      for (const int64_t pixel : {corner + 1, corner + in_w, corner + in_w + 1}) {
+        const T x = pixels[pixel];
+        const bool take = beats(x, best);
+        best = take ? x : best;
+        best_pixel += static_cast<int64_t>(take) * (pixel - best_pixel);
+      }
+      out[oh * out_w + ow] = best;
+      where[oh * out_w + ow] = best_pixel;
+    }
+  }
+}
+
 // A row of outputs at a time, tap by tap (in each window's row-major order), so the
 // innermost loop runs along the output row with selects the compiler vectorizes.
 template <class T>
@@ -85,6 +124,13 @@ void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
   const T* in = input.data_ptr<T>();
   T* out = values.data_ptr<T>();
   int64_t* where = indices.data_ptr<int64_t>();
+  if (is_2x2_stride_2(g)) {
+    for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
+      max_pool_2x2_stride_2(out + p * out_plane, where + p * out_plane, in + p * in_plane, geo.in_w,
+                            geo.out_h, geo.out_w);
+    });
+    return;
+  }
   const WindowTaps taps(g);
   for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
     const T* pixels = in + p * in_plane;
@@ -104,9 +150,8 @@ void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
           for (int64_t ow = outputs.begin; ow < outputs.end; ++ow) {
             const int64_t pixel = ih * geo.in_w + ow * geo.stride_w + shift;
             const T x = pixels[pixel];
-            // Selects, not branches: on random data whether a pixel beats the best
-            // so far is a coin toss the branch predictor loses.
-            const bool take = (best_pixel[ow] < 0) | (x > best[ow]) | std::isnan(x);
+            // Selects, not branches (Note [Pooling 2 x 2 windows]).
+            const bool take = (best_pixel[ow] < 0) | beats(x, best[ow]);
             best[ow] = take ? x : best[ow];
             best_pixel[ow] = take ? pixel : best_pixel[ow];
           }

@@ -260,6 +260,8 @@ const std::vector<PoolCase>& pool_cases() {
       {"sliced input, dilation (2, 1)", {1, 2, 6, 5}, {2}, {1}, {0}, {2, 1}, Layout::Sliced},
       {"empty batch", {0, 2, 4, 4}, {2}, {}, {0}, {1}},
       {"128 planes, parallel", {8, 16, 32, 32}, {3}, {2}, {1}, {1}},
+      // Odd sizes leave a row and a column outside every 2 x 2 window.
+      {"kernel 2 stride 2 on odd sizes, parallel", {4, 32, 13, 11}, {2}, {2}, {0}, {1}},
   };
   return cases;
 }

@@ -1,0 +1,56 @@
+// max_pool2d's documented choices, on both of its loops (Note [Pooling 2 x 2
+// windows], kernels/cpu/pool.cpp): of equal values the first in the window's
+// row-major order wins, and NaN counts as the maximum. The op table checks values
+// and indices against a loop on distinct values, which cannot see either choice.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "strata/strata.h"
+
+namespace st = strata;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// One 2 x 4 plane: window (0, 0) holds a tie of 5s at pixels 1 and 4, window
+// (0, 1) a NaN at pixel 6 beside larger numbers.
+st::Tensor plane() {
+  return st::tensor(std::vector<float>{1, 5, 9, 2, 5, 3, kNaN, 7}, {1, 1, 2, 4});
+}
+
+struct Pooled {
+  std::vector<float> values;
+  std::vector<int64_t> indices;
+};
+
+Pooled pool(const st::Tensor& input, std::vector<int64_t> stride) {
+  auto [values, indices] = st::nn::max_pool2d_with_indices(input, {2, 2}, stride);
+  return {values.to_vector<float>(), indices.to_vector<int64_t>()};
+}
+
+// 2 x 2 windows at stride 2: the loop of their own.
+TEST(MaxPoolSemantics, TwoByTwoAtStrideTwoKeepsTheFirstTieAndTakesNaN) {
+  const Pooled got = pool(plane(), {2, 2});
+  ASSERT_EQ(got.values.size(), 2u);
+  EXPECT_EQ(got.values[0], 5.0f);
+  EXPECT_EQ(got.indices[0], 1);
+  EXPECT_TRUE(std::isnan(got.values[1]));
+  EXPECT_EQ(got.indices[1], 6);
+}
+
+// Stride 1 takes the general loop; its windows (0, 0) and (0, 2) are the ones above.
+TEST(MaxPoolSemantics, GeneralLoopMakesTheSameChoices) {
+  const Pooled got = pool(plane(), {1, 1});
+  ASSERT_EQ(got.values.size(), 3u);
+  EXPECT_EQ(got.values[0], 5.0f);
+  EXPECT_EQ(got.indices[0], 1);
+  EXPECT_TRUE(std::isnan(got.values[2]));
+  EXPECT_EQ(got.indices[2], 6);
+}
+
+}  // namespace
