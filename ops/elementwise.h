@@ -26,6 +26,9 @@ Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
                const Scalar& value = 1);
 // a * b + c * d in one pass, broadcasting all four.
 Tensor mul_add(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d);
+// relu's gradient: grad where output > 0, else 0, in one pass (output is relu's, or
+// its input: both are positive at the same places).
+Tensor relu_backward(const Tensor& grad, const Tensor& output);
 // The gradients of sin and cos: grad * cos(self) and -grad * sin(self), as ops with
 // their own derivatives (ops/elementwise_trig_backward.cpp).
 Tensor sin_backward(const Tensor& grad, const Tensor& self);

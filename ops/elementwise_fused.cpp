@@ -1,6 +1,7 @@
 // Fused pointwise ops, one pass over their broadcast operands:
 //   addcmul: self + value * tensor1 * tensor2;
-//   mul_add: a * b + c * d.
+//   mul_add: a * b + c * d;
+//   relu_backward: grad where output > 0, else 0.
 // Besides being ops users call, they are what forward mode builds tangents with:
 // a product's tangent t_a b + a t_b is mul_add(t_a, b, a, t_b) (in
 // ops/elementwise_binary.cpp). Under jacfwd or hessian every tangent carries the
@@ -26,9 +27,11 @@ using elementwise::InDtype;
 using elementwise::scaled;
 using AddcmulSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&);
 using MulAddSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&);
+using ReluBackwardSig = Tensor(const Tensor&, const Tensor&);
 
 constexpr const char* kName = "strata::addcmul";
 constexpr const char* kMulAdd = "strata::mul_add";
+constexpr const char* kReluBackward = "strata::relu_backward";
 
 // The dtype a fused op computes in (the inputs' promoted one, not Bool) and its
 // output, shaped as all inputs broadcast together.
@@ -55,14 +58,26 @@ Tensor mul_add_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const Tens
   return out;
 }
 
+// Note [relu's gradient as one op]
+// relu's gradient written as grad * (output > 0) is a Bool mask, its conversion to
+// grad's dtype and a product: three passes where this op takes one (the CNN's
+// [64, 64, 24, 24] gradient under vmap(grad): 3.2 ms the three ways, one thread).
+Tensor relu_backward_cpu(const Tensor& grad, const Tensor& output) {
+  auto [dtype, out] = fused_output({grad, output}, kReluBackward);
+  cpu::relu_backward_kernel(out, InDtype(grad, dtype), InDtype(output, dtype));
+  return out;
+}
+
 STRATA_LIBRARY(strata, m) {
   m.def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor");
   m.def("mul_add(Tensor a, Tensor b, Tensor c, Tensor d) -> Tensor");
+  m.def("relu_backward(Tensor grad, Tensor output) -> Tensor");
 }
 
 STRATA_LIBRARY_IMPL(strata, CPU, m) {
   m.impl("addcmul", &addcmul_cpu);
   m.impl("mul_add", &mul_add_cpu);
+  m.impl("relu_backward", &relu_backward_cpu);
 }
 
 // ---- derivatives: d/dself = 1, d/dtensor1 = value * tensor2, d/dtensor2 = value * tensor1.
@@ -148,7 +163,21 @@ void mul_add_forward(ForwardContext& c) {
   c.set_tangent(0, std::move(tangent));
 }
 
+// ---- relu_backward is linear in grad and flat in output (away from 0, where relu
+// has no derivative): it differentiates into itself.
+
+void relu_backward_backward(BackwardContext& c) {
+  if (c.needs_grad(0)) c.set_grad(0, relu_backward(c.grad(), c.input(1)));
+}
+
+void relu_backward_forward(ForwardContext& c) {
+  if (c.has_tangent(0)) c.set_tangent(0, relu_backward(c.tangent(0), c.input(1)));
+}
+
 STRATA_LIBRARY_IMPL(strata, Autograd, m) {
+  m.impl("relu_backward", autograd::derivative({.backward = &relu_backward_backward,
+                                                .forward = &relu_backward_forward,
+                                                .saved_inputs = args(1)}));
   m.impl("addcmul", autograd::derivative({.backward = &addcmul_backward,
                                           .forward = &addcmul_forward,
                                           .saved_inputs = args(1, 2)}));
@@ -160,6 +189,7 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
 STRATA_LIBRARY_IMPL(strata, Batched, m) {
   m.impl("addcmul", batching::pointwise_batch_rule());
   m.impl("mul_add", batching::pointwise_batch_rule());
+  m.impl("relu_backward", batching::pointwise_batch_rule());
 }
 
 }  // namespace
@@ -171,6 +201,10 @@ Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
 
 Tensor mul_add(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {
   return STRATA_OP(kMulAdd, "", MulAddSig).call(a, b, c, d);
+}
+
+Tensor relu_backward(const Tensor& grad, const Tensor& output) {
+  return STRATA_OP(kReluBackward, "", ReluBackwardSig).call(grad, output);
 }
 
 }  // namespace strata

@@ -239,7 +239,6 @@ struct OfOutput {
   }
 };
 
-Tensor relu_derivative(const Tensor& y) { return y > 0.0; }
 Tensor exp_derivative(const Tensor& y) { return y; }
 Tensor expm1_derivative(const Tensor& y) { return y + 1.0; }
 Tensor sqrt_derivative(const Tensor& y) { return 0.5 / y; }
@@ -258,6 +257,14 @@ constexpr uint32_t kInput = args(0);
 constexpr uint32_t kOutput = args(0);
 
 void neg_backward(BackwardContext& c) { c.set_grad(0, -c.grad()); }
+
+// Through relu_backward, one pass (Note [relu's gradient as one op]).
+void relu_backward_formula(BackwardContext& c) {
+  c.set_grad(0, relu_backward(c.grad(), c.output()));
+}
+void relu_forward_formula(ForwardContext& c) {
+  c.set_tangent(0, relu_backward(c.tangent(0), c.output()));
+}
 
 // Through the backward ops, whose own derivatives make forward mode over the
 // gradient one pass (Note [Backward ops with their own derivatives]).
@@ -336,8 +343,11 @@ STRATA_LIBRARY_IMPL(strata, Autograd, m) {
   m.impl("sign", autograd::non_differentiable());
   m.impl("logical_not", autograd::non_differentiable());
   m.impl("square", of_input<&square_derivative>());
-  m.impl("relu", of_output<&relu_derivative>());
-  m.impl("relu_", of_output<&relu_derivative>());
+  for (const char* name : {"relu", "relu_"}) {
+    m.impl(name, derivative({.backward = &relu_backward_formula,
+                             .forward = &relu_forward_formula,
+                             .saved_outputs = kOutput}));
+  }
   m.impl("exp", of_output<&exp_derivative>());
   m.impl("expm1", of_output<&expm1_derivative>());
   m.impl("log", of_input<&log_derivative>());
