@@ -150,7 +150,8 @@ void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
           for (int64_t ow = outputs.begin; ow < outputs.end; ++ow) {
             const int64_t pixel = ih * geo.in_w + ow * geo.stride_w + shift;
             const T x = pixels[pixel];
-            // Selects, not branches (Note [Pooling 2 x 2 windows]).
+            // Written as selects, which g++ 12 still compiles to a branch here:
+            // the slow case of Note [Pooling 2 x 2 windows].
             const bool take = (best_pixel[ow] < 0) | beats(x, best[ow]);
             best[ow] = take ? x : best[ow];
             best_pixel[ow] = take ? pixel : best_pixel[ow];
