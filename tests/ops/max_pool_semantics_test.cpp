@@ -33,24 +33,27 @@ Pooled pool(const st::Tensor& input, std::vector<int64_t> stride) {
   return {values.to_vector<float>(), indices.to_vector<int64_t>()};
 }
 
+// Window `tie` of got is the one holding the tied 5s, window `nan` the one holding
+// the NaN.
+void expect_first_tie_and_nan(const Pooled& got, size_t tie, size_t nan) {
+  EXPECT_EQ(got.values[tie], 5.0f);
+  EXPECT_EQ(got.indices[tie], 1);
+  EXPECT_TRUE(std::isnan(got.values[nan]));
+  EXPECT_EQ(got.indices[nan], 6);
+}
+
 // 2 x 2 windows at stride 2: the loop of their own.
 TEST(MaxPoolSemantics, TwoByTwoAtStrideTwoKeepsTheFirstTieAndTakesNaN) {
   const Pooled got = pool(plane(), {2, 2});
   ASSERT_EQ(got.values.size(), 2u);
-  EXPECT_EQ(got.values[0], 5.0f);
-  EXPECT_EQ(got.indices[0], 1);
-  EXPECT_TRUE(std::isnan(got.values[1]));
-  EXPECT_EQ(got.indices[1], 6);
+  expect_first_tie_and_nan(got, 0, 1);
 }
 
-// Stride 1 takes the general loop; its windows (0, 0) and (0, 2) are the ones above.
+// Stride 1 takes the general loop; its windows 0 and 2 are the ones above.
 TEST(MaxPoolSemantics, GeneralLoopMakesTheSameChoices) {
   const Pooled got = pool(plane(), {1, 1});
   ASSERT_EQ(got.values.size(), 3u);
-  EXPECT_EQ(got.values[0], 5.0f);
-  EXPECT_EQ(got.indices[0], 1);
-  EXPECT_TRUE(std::isnan(got.values[2]));
-  EXPECT_EQ(got.indices[2], 6);
+  expect_first_tie_and_nan(got, 0, 2);
 }
 
 }  // namespace
