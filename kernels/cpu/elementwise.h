@@ -100,7 +100,7 @@ void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, cons
 // out = a * b + c * d, in one pass; all have out's dtype (Int64 or floating).
 void mul_add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
                     const Tensor& d);
-// out = output > 0 ? grad : 0, in one pass; all have out's dtype (floating).
+// out = output > 0 ? grad : 0, in one pass; all have out's dtype (Int64 or floating).
 void relu_backward_kernel(const Tensor& out, const Tensor& grad, const Tensor& output);
 
 // out = a + alpha * b (binary_kernel with BinaryOp::Add).

@@ -239,7 +239,7 @@ void mul_add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const T
 
 void relu_backward_kernel(const Tensor& out, const Tensor& grad, const Tensor& output) {
   check_fused_dtypes("strata::relu_backward", out, {&grad, &output});
-  dispatch_floating(out.dtype(), "strata::relu_backward", [&](auto tag) {
+  dispatch_numeric(out.dtype(), "strata::relu_backward", [&](auto tag) {
     using T = decltype(tag);
     run_fused<T, 2>(out, {&grad, &output}, [](T g, T y) { return y > T(0) ? g : T(0); });
   });

@@ -163,13 +163,12 @@ class ThreadWorkspace : public Eigen::internal::level3_blocking<T, T> {
 template <class T>
 void eigen_gemm_in_workspace(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                              const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  for (int64_t i = 0; i < m; ++i) {
-    T* row = c + i * ldc;
-    if (beta == T(0)) {
-      std::fill(row, row + n, T(0));
-    } else if (beta != T(1)) {
-      for (int64_t j = 0; j < n; ++j) row[j] *= beta;
-    }
+  using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<RowMajor, 0, Eigen::OuterStride<>> out(c, m, n, Eigen::OuterStride<>(ldc));
+  if (beta == T(0)) {
+    out.setZero();
+  } else if (beta != T(1)) {
+    out *= beta;
   }
   ThreadWorkspace<T> workspace(m, n, k);
   Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, Eigen::RowMajor, false, T,

@@ -253,7 +253,7 @@ STRATA_OP_INFOS(elementwise_binary) {
   // relu's gradient, an op of its own (ops/elementwise_fused.cpp).
   add_info(binary_entry(
       "relu_backward", [](const Tensor& g, const Tensor& y) { return relu_backward(g, y); },
-      [](double g, double y) { return y > 0 ? g : 0.0; }, floating_dtypes()));
+      [](double g, double y) { return y > 0 ? g : 0.0; }, numeric_dtypes()));
 
   // The C++ operators with a number on either side (x * 2.5, 3 - x, ...): the number
   // is a wrapped number, so Int64 * 2.5 is Float32, Int64 * 2 stays Int64 and

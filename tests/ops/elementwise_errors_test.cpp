@@ -34,6 +34,8 @@ TEST(ElementwiseErrors, NonBroadcastableShapesNameBothShapesAndTheOp) {
                   {"strata::addcmul", "[2, 3]", "[4]"});
   expect_contains(error_message([&] { st::mul_add(a, a, a, b); }),
                   {"strata::mul_add", "[2, 3]", "[4]"});
+  expect_contains(error_message([&] { st::relu_backward(a, b); }),
+                  {"strata::relu_backward", "[2, 3]", "[4]"});
 }
 
 TEST(ElementwiseErrors, WhereNeedsABoolCondition) {
@@ -101,6 +103,8 @@ TEST(ElementwiseErrors, ArithmeticWithoutBoolMeaningRejectsBool) {
   expect_contains(error_message([&] { st::pow(b, b); }), {"strata::pow", "Bool"});
   expect_contains(error_message([&] { st::addcmul(b, b, b); }), {"strata::addcmul", "Bool"});
   expect_contains(error_message([&] { st::mul_add(b, b, b, b); }), {"strata::mul_add", "Bool"});
+  expect_contains(error_message([&] { st::relu_backward(b, b); }),
+                  {"strata::relu_backward", "Bool"});
   expect_contains(error_message([&] { b.clamp(false, true); }), {"strata::clamp", "Bool"});
 }
 
