@@ -1,9 +1,10 @@
 // Binary elementwise operators: arithmetic (out-of-place and in-place),
 // comparisons, logical and/or, and where; broadcasting and type promotion, with
 // C++ numbers taking part as wrapped numbers.
-#include "dispatcher/library.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/elementwise_util.h"
+#include "dispatcher/op_def.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -132,52 +133,6 @@ Tensor where_cpu(const Tensor& condition, const Tensor& a, const Tensor& b) {
   Tensor out = make_empty_tensor(shape, dtype, a.device(), "strata::where");
   cpu::where_kernel(out, condition, InDtype(a, dtype), InDtype(b, dtype));
   return out;
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
-  m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
-  m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
-  m.def("sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
-  m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("div.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor");
-  m.def("maximum(Tensor self, Tensor other) -> Tensor");
-  m.def("minimum(Tensor self, Tensor other) -> Tensor");
-  m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("ne.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("le.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("ge.Tensor(Tensor self, Tensor other) -> Tensor");
-  m.def("logical_and(Tensor self, Tensor other) -> Tensor");
-  m.def("logical_or(Tensor self, Tensor other) -> Tensor");
-  m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("add.Tensor", &arithmetic_alpha_cpu<BinaryOp::Add>);
-  m.impl("add_.Tensor", &in_place_alpha_cpu<BinaryOp::Add>);
-  m.impl("sub.Tensor", &arithmetic_alpha_cpu<BinaryOp::Sub>);
-  m.impl("sub_.Tensor", &in_place_alpha_cpu<BinaryOp::Sub>);
-  m.impl("mul.Tensor", &arithmetic_cpu<BinaryOp::Mul>);
-  m.impl("mul_.Tensor", &in_place_cpu<BinaryOp::Mul>);
-  m.impl("div.Tensor", &arithmetic_cpu<BinaryOp::Div>);
-  m.impl("div_.Tensor", &in_place_cpu<BinaryOp::Div>);
-  m.impl("pow.Tensor_Tensor", &arithmetic_cpu<BinaryOp::Pow>);
-  m.impl("maximum", &arithmetic_cpu<BinaryOp::Maximum>);
-  m.impl("minimum", &arithmetic_cpu<BinaryOp::Minimum>);
-  m.impl("eq.Tensor", &compare_cpu<CompareOp::Eq>);
-  m.impl("ne.Tensor", &compare_cpu<CompareOp::Ne>);
-  m.impl("lt.Tensor", &compare_cpu<CompareOp::Lt>);
-  m.impl("le.Tensor", &compare_cpu<CompareOp::Le>);
-  m.impl("gt.Tensor", &compare_cpu<CompareOp::Gt>);
-  m.impl("ge.Tensor", &compare_cpu<CompareOp::Ge>);
-  m.impl("logical_and", &compare_cpu<CompareOp::LogicalAnd>);
-  m.impl("logical_or", &compare_cpu<CompareOp::LogicalOr>);
-  m.impl("where.self", &where_cpu);
 }
 
 // ---- derivatives (Note [Derivative formulas]); broadcast gradients are summed
@@ -310,32 +265,6 @@ void where_forward(ForwardContext& c) {
   c.set_tangent(0, where(c.input(0), c.tangent_or_zeros(1), c.tangent_or_zeros(2)));
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  const KernelFunction add = by_partials<AddPartials<1>>(0);
-  const KernelFunction sub = by_partials<AddPartials<-1>>(0);
-  const KernelFunction mul =
-      derivative({.backward = &mul_backward, .forward = &mul_forward, .saved_inputs = args(0, 1)});
-  const KernelFunction div = by_partials<DivPartials>(args(1), args(0));
-  m.impl("add.Tensor", add);
-  m.impl("add_.Tensor", add);
-  m.impl("sub.Tensor", sub);
-  m.impl("sub_.Tensor", sub);
-  m.impl("mul.Tensor", mul);
-  m.impl("mul_.Tensor", mul);
-  m.impl("div.Tensor", div);
-  m.impl("div_.Tensor", div);
-  m.impl("pow.Tensor_Tensor", by_partials<PowPartials>(args(0, 1), args(0)));
-  m.impl("maximum", by_partials<SelectPartials<true>>(args(0, 1)));
-  m.impl("minimum", by_partials<SelectPartials<false>>(args(0, 1)));
-  m.impl("where.self",
-         derivative(
-             {.backward = &where_backward, .forward = &where_forward, .saved_inputs = args(0)}));
-  for (const char* name : {"eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor",
-                           "ge.Tensor", "logical_and", "logical_or"}) {
-    m.impl(name, autograd::non_differentiable());
-  }
-}
-
 // ---- batching rules (Note [Batching rules]): every op here is pointwise. The
 // out-of-place ops of two tensors take the unboxed rule, which calls the op on the
 // aligned batches without boxing; the in-place ops (which write into their batched
@@ -346,28 +275,125 @@ constexpr auto kRule = &batching::BinaryPointwiseRule<kOp>::call;
 template <auto kMethod>
 constexpr auto kMethodRule = kRule<&elementwise::AsFunction<kMethod>::call>;
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("add.Tensor", kRule<&strata::add>);
-  m.impl("sub.Tensor", kRule<&strata::sub>);
-  m.impl("mul.Tensor", kRule<&strata::mul>);
-  m.impl("div.Tensor", kRule<&strata::div>);
-  m.impl("pow.Tensor_Tensor",
-         kRule<static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&strata::pow)>);
-  m.impl("maximum", kRule<&strata::maximum>);
-  m.impl("minimum", kRule<&strata::minimum>);
-  m.impl("eq.Tensor", kMethodRule<&Tensor::eq>);
-  m.impl("ne.Tensor", kMethodRule<&Tensor::ne>);
-  m.impl("lt.Tensor", kMethodRule<&Tensor::lt>);
-  m.impl("le.Tensor", kMethodRule<&Tensor::le>);
-  m.impl("gt.Tensor", kMethodRule<&Tensor::gt>);
-  m.impl("ge.Tensor", kMethodRule<&Tensor::ge>);
-  m.impl("logical_and", kMethodRule<&Tensor::logical_and>);
-  m.impl("logical_or", kMethodRule<&Tensor::logical_or>);
-  for (const char* name :
-       {"add_.Tensor", "sub_.Tensor", "mul_.Tensor", "div_.Tensor", "where.self"}) {
-    m.impl(name, batching::pointwise_batch_rule());
-  }
+// ---- the rows (Note [One op, one place]) ----
+
+// where's result takes the values' promoted dtype; the condition only broadcasts.
+MetaList where_shape(OpArgs args) {
+  const Tensor& condition = shape::tensor_arg(args, 0);
+  const Tensor& a = shape::tensor_arg(args, 1);
+  const Tensor& b = shape::tensor_arg(args, 2);
+  const DimVector sizes = broadcast_shapes(
+      broadcast_shapes(condition.sizes(), a.sizes(), "strata::where"), b.sizes(), "strata::where");
+  return shape::single(sizes, result_type(a, b));
 }
+
+KernelFunction mul_derivative() {
+  return derivative({.backward = &mul_backward, .forward = &mul_forward, .saved_inputs = args(0, 1)});
+}
+
+// Arithmetic counts one FLOP per output element; so does a comparison.
+constexpr FlopFn kOnePerElement = &flops::per_output_element<1>;
+
+OpDef comparison(const char* schema, Kernel cpu, Kernel batching) {
+  return {.schema = schema,
+          .cpu = std::move(cpu),
+          .derivative = {autograd::non_differentiable(), "not differentiable: Bool output"},
+          .batching = std::move(batching),
+          .shape = &shape::pointwise_bool,
+          .flops = kOnePerElement};
+}
+
+const OpFamily kBinaryOps("elementwise_binary", {
+    {.schema = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+     .cpu = &arithmetic_alpha_cpu<BinaryOp::Add>,
+     .derivative = by_partials<AddPartials<1>>(0),
+     .batching = kRule<&strata::add>,
+     .shape = &shape::pointwise,
+     .flops = kOnePerElement},
+    {.schema = "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+     .cpu = &in_place_alpha_cpu<BinaryOp::Add>,
+     .derivative = by_partials<AddPartials<1>>(0),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
+     .flops = kOnePerElement},
+    {.schema = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+     .cpu = &arithmetic_alpha_cpu<BinaryOp::Sub>,
+     .derivative = by_partials<AddPartials<-1>>(0),
+     .batching = kRule<&strata::sub>,
+     .shape = &shape::pointwise,
+     .flops = kOnePerElement},
+    {.schema = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+     .cpu = &in_place_alpha_cpu<BinaryOp::Sub>,
+     .derivative = by_partials<AddPartials<-1>>(0),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
+     .flops = kOnePerElement},
+    {.schema = "mul.Tensor(Tensor self, Tensor other) -> Tensor",
+     .cpu = &arithmetic_cpu<BinaryOp::Mul>,
+     .derivative = mul_derivative(),
+     .batching = kRule<&strata::mul>,
+     .shape = &shape::pointwise,
+     .flops = kOnePerElement},
+    {.schema = "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+     .cpu = &in_place_cpu<BinaryOp::Mul>,
+     .derivative = mul_derivative(),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
+     .flops = kOnePerElement},
+    {.schema = "div.Tensor(Tensor self, Tensor other) -> Tensor",
+     .cpu = &arithmetic_cpu<BinaryOp::Div>,
+     .derivative = by_partials<DivPartials>(args(1), args(0)),
+     .batching = kRule<&strata::div>,
+     .shape = &shape::pointwise_floating,
+     .flops = kOnePerElement},
+    {.schema = "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+     .cpu = &in_place_cpu<BinaryOp::Div>,
+     .derivative = by_partials<DivPartials>(args(1), args(0)),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
+     .flops = kOnePerElement},
+    {.schema = "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+     .cpu = &arithmetic_cpu<BinaryOp::Pow>,
+     .derivative = by_partials<PowPartials>(args(0, 1), args(0)),
+     .batching = kRule<static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&strata::pow)>,
+     .shape = &shape::pointwise,
+     .flops = kOnePerElement},
+    {.schema = "maximum(Tensor self, Tensor other) -> Tensor",
+     .cpu = &arithmetic_cpu<BinaryOp::Maximum>,
+     .derivative = by_partials<SelectPartials<true>>(args(0, 1)),
+     .batching = kRule<&strata::maximum>,
+     .shape = &shape::pointwise,
+     .flops = kOnePerElement},
+    {.schema = "minimum(Tensor self, Tensor other) -> Tensor",
+     .cpu = &arithmetic_cpu<BinaryOp::Minimum>,
+     .derivative = by_partials<SelectPartials<false>>(args(0, 1)),
+     .batching = kRule<&strata::minimum>,
+     .shape = &shape::pointwise,
+     .flops = kOnePerElement},
+    comparison("eq.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Eq>,
+               kMethodRule<&Tensor::eq>),
+    comparison("ne.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Ne>,
+               kMethodRule<&Tensor::ne>),
+    comparison("lt.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Lt>,
+               kMethodRule<&Tensor::lt>),
+    comparison("le.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Le>,
+               kMethodRule<&Tensor::le>),
+    comparison("gt.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Gt>,
+               kMethodRule<&Tensor::gt>),
+    comparison("ge.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Ge>,
+               kMethodRule<&Tensor::ge>),
+    comparison("logical_and(Tensor self, Tensor other) -> Tensor",
+               &compare_cpu<CompareOp::LogicalAnd>, kMethodRule<&Tensor::logical_and>),
+    comparison("logical_or(Tensor self, Tensor other) -> Tensor",
+               &compare_cpu<CompareOp::LogicalOr>, kMethodRule<&Tensor::logical_or>),
+    {.schema = "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+     .cpu = &where_cpu,
+     .derivative = derivative(
+         {.backward = &where_backward, .forward = &where_forward, .saved_inputs = args(0)}),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &where_shape,
+     .flops = &flops::zero},
+});
 
 }  // namespace
 

@@ -19,5 +19,6 @@ int main(int argc, char** argv) {
   strata::testing::register_grad_tests();
   strata::testing::register_vmap_tests();
   strata::testing::register_jacobian_tests();
+  strata::testing::register_facet_tests();
   return RUN_ALL_TESTS();
 }

@@ -101,6 +101,8 @@ void register_forward_tests();
 void register_grad_tests();
 void register_vmap_tests();
 void register_jacobian_tests();
+// Shape functions and FLOP formulas of the ops each entry reaches (facets_test.cpp).
+void register_facet_tests();
 // op x {forward, grad, jvp, vmap, vmap∘grad, jacrev=jacfwd}: what the table checks for each op.
 void print_coverage_matrix(std::ostream& out);
 

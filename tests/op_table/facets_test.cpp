@@ -1,0 +1,162 @@
+// The rows' facets against the table (Note [One op, one place], dispatcher/op_def.h):
+//  - OpShape.<entry>: every op a sample reaches (its composite parts too) has a
+//    shape function that predicts the sizes and dtypes of its outputs from the
+//    arguments alone, and a FLOP count that is not negative;
+//  - OpDefCompleteness: every operator registered in the strata namespace has a
+//    row, and every row has each facet or says why not, and an op-table entry.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "dispatcher/dispatch_mode.h"
+#include "dispatcher/dispatcher.h"
+#include "dispatcher/op_def.h"
+#include "tests/op_table/op_info.h"
+
+namespace strata::testing {
+namespace {
+
+std::string meta_string(const MetaList& metas) {
+  std::ostringstream out;
+  for (const TensorMeta& m : metas) out << shape_string(m.sizes) << ' ' << m.dtype << "; ";
+  return out.str();
+}
+
+// Checks each call's outputs against its row's shape function and FLOP formula,
+// and records the outermost op of each call of the sample.
+class FacetCheckMode : public DispatchMode {
+ public:
+  void dispatch(const OperatorHandle& op, Stack& stack) override {
+    const size_t n = op.schema().arguments().size();
+    const std::string name = op.operator_name().to_string();
+    if (depth_ == 0) outermost_.insert(name);
+    const OpDef* def = find_op_def(op);
+    MetaList predicted;
+    const bool check = def != nullptr && def->shape.has_value();
+    if (check) {
+      const Stack args(stack.end() - static_cast<std::ptrdiff_t>(n), stack.end());
+      predicted = def->shape.value(args);
+      if (def->flops.has_value()) {
+        const int64_t flops = def->flops.value(args, predicted);
+        if (flops < 0) failures_ << name << ": " << flops << " FLOPs\n";
+      }
+    }
+    ++depth_;
+    try {
+      call_next(op, stack);
+    } catch (...) {
+      --depth_;
+      throw;
+    }
+    --depth_;
+    if (!check) return;
+    MetaList actual;
+    const size_t outputs = op.schema().returns().size();
+    for (size_t i = stack.size() - outputs; i < stack.size(); ++i) {
+      if (stack[i].is_tensor()) {
+        const Tensor& t = stack[i].to_tensor();
+        actual.push_back({DimVector(t.sizes()), t.dtype()});
+      } else if (stack[i].is_tensor_list()) {
+        for (const Tensor& t : stack[i].to_tensor_list()) actual.push_back({DimVector(t.sizes()), t.dtype()});
+      }
+    }
+    if (actual != predicted) {
+      failures_ << name << ": shape function says " << meta_string(predicted) << "the op gave "
+                << meta_string(actual) << "\n";
+    }
+  }
+
+  std::string failures() const { return failures_.str(); }
+  const std::set<std::string>& outermost() const { return outermost_; }
+
+ private:
+  int depth_ = 0;
+  std::set<std::string> outermost_;
+  std::ostringstream failures_;
+};
+
+// Runs every sample of `info` in every dtype under a FacetCheckMode.
+std::shared_ptr<FacetCheckMode> run_entry(const OpInfo& info) {
+  auto mode = std::make_shared<FacetCheckMode>();
+  const DispatchModeGuard guard(mode);
+  for (ScalarType dtype : info.dtypes) {
+    for (const Sample& sample : info.samples(dtype)) info.op(sample.inputs, sample.args);
+  }
+  return mode;
+}
+
+class ShapeTest : public ::testing::Test {
+ public:
+  explicit ShapeTest(const OpInfo& info) : info_(info) {}
+  void TestBody() override {
+    const std::string failures = run_entry(info_)->failures();
+    EXPECT_TRUE(failures.empty()) << failures;
+  }
+
+ private:
+  const OpInfo& info_;
+};
+
+// Registered ops with no op-table entry of their own, and why.
+const std::map<std::string, std::string>& ops_without_entries() {
+  static const std::map<std::string, std::string> reasons = {};
+  return reasons;
+}
+
+std::string base_name(const std::string& name) { return name.substr(0, name.find('.')); }
+
+TEST(OpDefCompleteness, EveryRegisteredOpHasARowWithEveryFacet) {
+  std::map<std::string, const OpDef*> rows;
+  for (const RegisteredOpDef& row : registered_op_defs()) rows[row.name] = row.def;
+
+  std::set<std::string> covered;  // ops (with overload) some entry calls first
+  std::set<std::string> covered_bases;  // in-place variants, by name
+  for (const OpInfo& info : op_infos()) {
+    const auto mode = run_entry(info);
+    covered.insert(mode->outermost().begin(), mode->outermost().end());
+    if (!info.inplace_variant.empty()) covered_bases.insert("strata::" + info.inplace_variant);
+  }
+
+  std::ostringstream missing;
+  for (const OperatorName& name : Dispatcher::singleton().registered_operators()) {
+    const std::string full = name.to_string();
+    if (!full.starts_with("strata::")) continue;
+    auto it = rows.find(full);
+    if (it == rows.end()) {
+      missing << full << ": no OpDef row\n";
+      continue;
+    }
+    const OpDef& def = *it->second;
+    const bool has_entry = covered.count(full) || covered_bases.count(base_name(full)) ||
+                           ops_without_entries().count(full);
+    if (!has_entry) missing << full << ": no op-table entry\n";
+    if (def.is_composite()) continue;  // its facets are its decomposition's
+    if (!def.derivative.accounted_for()) missing << full << ": no derivative\n";
+    if (!def.batching.accounted_for()) missing << full << ": no batching rule\n";
+    if (!def.shape.accounted_for()) missing << full << ": no shape function\n";
+    if (!def.flops.accounted_for()) missing << full << ": no FLOP formula\n";
+  }
+  EXPECT_TRUE(missing.str().empty()) << missing.str();
+}
+
+TEST(OpDefCompleteness, ExceptionsNameRegisteredOps) {
+  std::set<std::string> registered;
+  for (const RegisteredOpDef& row : registered_op_defs()) registered.insert(row.name);
+  for (const auto& [name, reason] : ops_without_entries()) {
+    EXPECT_TRUE(registered.count(name)) << name << " is listed as an exception but has no row";
+    EXPECT_FALSE(reason.empty()) << name;
+  }
+}
+
+}  // namespace
+
+void register_facet_tests() {
+  for (const OpInfo& info : op_infos()) {
+    ::testing::RegisterTest("OpShape", test_name(info.name).c_str(), nullptr, nullptr, __FILE__,
+                            __LINE__, [&info]() -> ::testing::Test* { return new ShapeTest(info); });
+  }
+}
+
+}  // namespace strata::testing
