@@ -1,6 +1,6 @@
 #pragma once
 
-// Joins (ops/shape.cpp); the view and split ops are Tensor methods.
+// Joins (ops/shape_joins.cpp); the view and split ops are Tensor methods.
 
 #include "tensor/array_ref.h"
 #include "tensor/tensor.h"

@@ -1,9 +1,10 @@
 // Joins: cat (a CPU kernel) and stack (unsqueeze + cat).
 #include <vector>
 
-#include "dispatcher/library.h"
 #include "dispatcher/local_dispatch_key_set.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/cat.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "ops/shape_internal.h"
@@ -82,15 +83,6 @@ Tensor stack_composite(ArrayRef<Tensor> tensors, int64_t dim) {
   return cat(unsqueezed, d);
 }
 
-STRATA_LIBRARY(strata, m) {
-  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");
-  m.def("stack(Tensor[] tensors, int dim=0) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("cat", &cat_cpu); }
-
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("stack", &stack_composite); }
-
 // ---- derivatives (Note [Derivative formulas]); stack differentiates through cat.
 
 // Each input gets the part of the gradient it was concatenated into.
@@ -104,13 +96,6 @@ void cat_backward(autograd::BackwardContext& c) {
     if (c.needs_grad(0, i)) c.set_list_grad(0, i, g.narrow(d, start, sizes[d]));
     start += sizes[d];
   }
-}
-
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  // Linear: the tangents joined as the values are (zeros for an input without
-  // one, an integer input included).
-  m.impl("cat",
-         autograd::derivative({.backward = &cat_backward, .forward = &autograd::linear_forward}));
 }
 
 // ---- batching rule (Note [Batching rules]); stack reaches it through unsqueeze.
@@ -144,7 +129,27 @@ Tensor cat_batched(ArrayRef<Tensor> tensors, int64_t dim) {
   return batching::make_batched(cat(values, shape.dim + 1), 0, at.level);
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) { m.impl("cat", &cat_batched); }
+// ---- the rows (Note [One op, one place]) ----
+
+// The cat of the tensors, in their promoted dtype.
+MetaList cat_meta(OpArgs args) {
+  const ArrayRef<Tensor> tensors = args[0].to_tensor_list();
+  return shape::single(cat_shape(tensors, args[1].to_int(), "strata::cat").sizes,
+                       result_type(tensors));
+}
+
+const OpFamily kJoinOps("shape_joins", {
+    {.schema = "cat(Tensor[] tensors, int dim=0) -> Tensor",
+     .cpu = &cat_cpu,
+     // Linear: the tangents joined as the values are (zeros for an input without
+     // one, an integer input included).
+     .derivative =
+         autograd::derivative({.backward = &cat_backward, .forward = &autograd::linear_forward}),
+     .batching = &cat_batched,
+     .shape = &cat_meta,
+     .flops = &flops::zero},
+    {.schema = "stack(Tensor[] tensors, int dim=0) -> Tensor", .decomposition = &stack_composite},
+});
 
 }  // namespace
 

@@ -2,18 +2,24 @@
 // views split, chunk and unbind. select and slice are the primitives
 // (CompositeExplicitAutograd, metadata only); the rest are compositions of them.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
-#include "dispatcher/library.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "ops/shape_internal.h"
-#include "tensor/error.h"
 
 namespace strata {
 namespace {
 
+using shape_detail::BatchedView;
+using shape_detail::embed;
 using shape_detail::make_view;
+using shape_detail::ValueView;
+using shape_detail::view_derivative;
+using shape_detail::view_op;
+using shape_detail::ViewRule;
+using shape_detail::wrap_checked_dim;
 
 // The dim of a tensor that must have one: 0-dim tensors have nothing to take from.
 int64_t existing_dim(const Tensor& self, int64_t dim, const char* op) {
@@ -111,29 +117,66 @@ std::vector<Tensor> unbind_composite(const Tensor& self, int64_t dim) {
   return out;
 }
 
-STRATA_LIBRARY(strata, m) {
-  m.def("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)");
-  m.def(
-      "slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> "
-      "Tensor(a)");
-  m.def("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)");
-  m.def("split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]");
-  m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]");
-  m.def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]");
+// ---- derivatives (shape_internal.h) ----
+
+using autograd::BackwardContext;
+
+void select_backward(BackwardContext& c) {
+  const IntArrayRef sizes = c.input_sizes(0);
+  const int64_t dim = wrap_checked_dim(c.int_arg(1), static_cast<int64_t>(sizes.size()));
+  const int64_t index = wrap_checked_dim(c.int_arg(2), sizes[dim]);
+  c.set_grad(0, embed(c.grad().unsqueeze(dim), dim, sizes[dim], index, 1));
 }
 
-// Their derivative formulas are in shape_derivatives.cpp.
-STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
-  m.impl("select.int", &select_kernel);
-  m.impl("slice.Tensor", &slice_kernel);
+void slice_backward(BackwardContext& c) {
+  const IntArrayRef sizes = c.input_sizes(0);
+  const int64_t dim = wrap_checked_dim(c.int_arg(1), static_cast<int64_t>(sizes.size()));
+  const int64_t size = sizes[dim];
+  // The first index the slice took, clamped as the kernel clamps it.
+  const IValue& start = c.arg(2);
+  const int64_t first =
+      start.is_none() ? 0 : std::clamp<int64_t>(wrap_checked_dim(start.to_int(), size), 0, size);
+  c.set_grad(0, embed(c.grad(), dim, size, first, c.int_arg(4)));
 }
 
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
-  m.impl("narrow", &narrow_composite);
-  m.impl("split.Tensor", &split_composite);
-  m.impl("chunk", &chunk_composite);
-  m.impl("unbind.int", &unbind_composite);
-}
+// ---- batching rules (shape_internal.h) ----
+
+struct Select {
+  static constexpr const char* name = "strata::select";
+  static constexpr auto method = &Tensor::select;
+  static ValueView take(const BatchedView& v, int64_t dim, int64_t index) {
+    const int64_t d = v.value_dim(dim);
+    return {v.value().select(d, index), v.bdim_without({d})};
+  }
+};
+
+struct Slice {
+  static constexpr const char* name = "strata::slice";
+  static constexpr auto method = &Tensor::slice;
+  static ValueView take(const BatchedView& v, int64_t dim, std::optional<int64_t> start,
+                        std::optional<int64_t> end, int64_t step) {
+    return {v.value().slice(v.value_dim(dim), start, end, step), v.bdim()};
+  }
+};
+
+// ---- the rows (Note [One op, one place]) ----
+
+const OpFamily kSlicingOps("shape_slicing", {
+    view_op<&select_kernel>("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)",
+                            view_derivative(&select_backward), &ViewRule<Select>::call),
+    view_op<&slice_kernel>(
+        "slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> "
+        "Tensor(a)",
+        view_derivative(&slice_backward), &ViewRule<Slice>::call),
+    {.schema = "narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)",
+     .decomposition = &narrow_composite},
+    {.schema = "split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]",
+     .decomposition = &split_composite},
+    {.schema = "chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]",
+     .decomposition = &chunk_composite},
+    {.schema = "unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]",
+     .decomposition = &unbind_composite},
+});
 
 }  // namespace
 

@@ -1,39 +1,33 @@
-// View operators that rearrange dims: view, reshape, as_strided, permute, transpose,
-// t, movedim, unsqueeze, squeeze, expand, flatten, unflatten, diagonal.
+// View operators that reshape: view, reshape, flatten, unflatten, unsqueeze,
+// squeeze and expand. (permute, transpose, t, movedim, diagonal and as_strided
+// are in shape_strided.cpp; the slicing views in shape_slicing.cpp.)
 //
 // A view shares its input's storage and differs only in sizes, strides and
 // offset. The primitive views are CompositeExplicitAutograd kernels: they only
 // compute metadata, so every backend with strided storage gets them. Views that
-// are compositions of others (reshape, t, movedim, flatten, unflatten) are
+// are compositions of others (reshape, flatten, unflatten) are
 // CompositeImplicitAutograd, so transforms see only the primitives.
-#include <algorithm>
-#include <utility>
+#include <optional>
+#include <vector>
 
-#include "dispatcher/library.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "ops/shape_internal.h"
-#include "tensor/error.h"
 
 namespace strata {
+namespace {
 
-namespace shape_detail {
+using shape_detail::BatchedView;
+using shape_detail::make_view;
+using shape_detail::ValueView;
+using shape_detail::view_derivative;
+using shape_detail::view_op;
+using shape_detail::ViewRule;
+using shape_detail::wrap_insert_dim;
+using IntList = std::vector<int64_t>;
 
-Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset,
-                 const char* op) {
-  STRATA_CHECK(self.impl()->has_storage(), op, "cannot view a ", self.impl()->impl_name(),
-               " of shape ", shape_string(self.sizes()), ": it has no storage of its own");
-  return Tensor(
-      make_intrusive<TensorImpl>(self.impl()->storage(), self.dtype(), sizes, strides, offset));
-}
-
-int64_t wrap_insert_dim(int64_t dim, int64_t rank, const char* op) {
-  STRATA_CHECK(dim >= -rank - 1 && dim <= rank, op, "dim ", dim,
-               " is out of range for inserting a dim into a tensor of rank ", rank,
-               " (expected a dim in [", -rank - 1, ", ", rank, "])");
-  return dim < 0 ? dim + rank + 1 : dim;
-}
-
+// `shape` with its -1 (at most one) replaced so the sizes multiply to `numel`;
+// errors name `shape`, `input_sizes` and `numel`.
 DimVector infer_size(IntArrayRef shape, int64_t numel, IntArrayRef input_sizes, const char* op) {
   std::optional<size_t> inferred;
   int64_t known = 1;
@@ -72,6 +66,9 @@ DimVector infer_size(IntArrayRef shape, int64_t numel, IntArrayRef input_sizes, 
 // size in turn — no new dim may straddle two chunks. Inside a chunk each new dim's
 // stride is the chunk's innermost stride times the sizes of the new dims inside it.
 // New size-1 dims may take any stride; they get the one a contiguous layout would.
+//
+// The strides that show a tensor of (sizes, strides) with `new_sizes` without
+// copying, or nothing when no such strides exist.
 std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides,
                                       IntArrayRef new_sizes) {
   int64_t numel = 1;
@@ -113,15 +110,6 @@ std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides,
   return new_strides;
 }
 
-}  // namespace shape_detail
-
-namespace {
-
-using shape_detail::infer_size;
-using shape_detail::make_view;
-using shape_detail::view_strides;
-using shape_detail::wrap_insert_dim;
-
 Tensor view_kernel(const Tensor& self, IntArrayRef size) {
   const char* op = "strata::view";
   const DimVector shape = infer_size(size, self.numel(), self.sizes(), op);
@@ -138,79 +126,6 @@ Tensor reshape_composite(const Tensor& self, IntArrayRef size) {
   const DimVector shape = infer_size(size, self.numel(), self.sizes(), "strata::reshape");
   if (view_strides(self.sizes(), self.strides(), shape)) return self.view(shape);
   return self.clone().view(shape);
-}
-
-Tensor as_strided_kernel(const Tensor& self, IntArrayRef sizes, IntArrayRef strides,
-                         std::optional<int64_t> storage_offset) {
-  const char* op = "strata::as_strided";
-  STRATA_CHECK(sizes.size() == strides.size(), op, "got ", sizes.size(), " sizes ",
-               shape_string(sizes), " but ", strides.size(), " strides ", shape_string(strides));
-  const int64_t offset = storage_offset.value_or(self.storage_offset());
-  STRATA_CHECK(offset >= 0, op, "storage offset must be non-negative, got ", offset);
-  int64_t last = offset;  // the furthest element the view reaches
-  bool empty = false;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    STRATA_CHECK(sizes[d] >= 0 && strides[d] >= 0, op, "sizes ", shape_string(sizes),
-                 " and strides ", shape_string(strides), " must be non-negative");
-    empty = empty || sizes[d] == 0;
-    if (sizes[d] > 0) last += (sizes[d] - 1) * strides[d];
-  }
-  STRATA_CHECK(self.impl()->has_storage(), op, "cannot view a ", self.impl()->impl_name(),
-               ": it has no storage of its own");
-  const int64_t capacity =
-      static_cast<int64_t>(self.impl()->storage()->nbytes()) / element_size(self.dtype());
-  STRATA_CHECK(empty || last < capacity, op, "sizes ", shape_string(sizes), ", strides ",
-               shape_string(strides), " and offset ", offset, " reach element ", last,
-               ", past the end of a storage of ", capacity, " elements");
-  return make_view(self, sizes, strides, offset, op);
-}
-
-Tensor permute_kernel(const Tensor& self, IntArrayRef dims) {
-  const char* op = "strata::permute";
-  const int64_t rank = self.dim();
-  STRATA_CHECK(static_cast<int64_t>(dims.size()) == rank, op, "got ", dims.size(), " dims ",
-               shape_string(dims), " for a tensor of rank ", rank, " (shape ",
-               shape_string(self.sizes()), ")");
-  DimVector sizes(dims.size()), strides(dims.size()), seen(dims.size(), 0);
-  for (size_t i = 0; i < dims.size(); ++i) {
-    const int64_t d = wrap_dim(dims[i], rank, op);
-    STRATA_CHECK(!seen[d], op, "dim ", dims[i], " appears twice in ", shape_string(dims));
-    seen[d] = 1;
-    sizes[i] = self.sizes()[d];
-    strides[i] = self.strides()[d];
-  }
-  return make_view(self, sizes, strides, self.storage_offset(), op);
-}
-
-Tensor transpose_kernel(const Tensor& self, int64_t dim0, int64_t dim1) {
-  const char* op = "strata::transpose";
-  const int64_t d0 = wrap_dim(dim0, self.dim(), op);
-  const int64_t d1 = wrap_dim(dim1, self.dim(), op);
-  DimVector sizes(self.sizes()), strides(self.strides());
-  if (self.dim() > 0) {
-    std::swap(sizes[d0], sizes[d1]);
-    std::swap(strides[d0], strides[d1]);
-  }
-  return make_view(self, sizes, strides, self.storage_offset(), op);
-}
-
-Tensor t_composite(const Tensor& self) {
-  STRATA_CHECK(self.dim() <= 2, "strata::t", "expects a tensor with at most 2 dims, got shape ",
-               shape_string(self.sizes()), " (rank ", self.dim(), "); use transpose(dim0, dim1)");
-  return self.transpose(0, self.dim() < 2 ? 0 : 1);
-}
-
-Tensor movedim_composite(const Tensor& self, int64_t source, int64_t destination) {
-  const char* op = "strata::movedim";
-  const int64_t rank = self.dim();
-  const int64_t from = wrap_dim(source, rank, op);
-  const int64_t to = wrap_dim(destination, rank, op);
-  DimVector order;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d != from) order.push_back(d);
-  }
-  if (rank > 0) order.insert(static_cast<size_t>(to), from);
-  return self.permute(order);
 }
 
 Tensor unsqueeze_kernel(const Tensor& self, int64_t dim) {
@@ -311,71 +226,119 @@ Tensor unflatten_composite(const Tensor& self, int64_t dim, IntArrayRef sizes) {
   return self.view(shape);
 }
 
-Tensor diagonal_kernel(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2) {
-  const char* op = "strata::diagonal";
-  STRATA_CHECK(self.dim() >= 2, op, "expects a tensor with at least 2 dims, got shape ",
-               shape_string(self.sizes()));
-  const int64_t d1 = wrap_dim(dim1, self.dim(), op);
-  const int64_t d2 = wrap_dim(dim2, self.dim(), op);
-  STRATA_CHECK(d1 != d2, op, "dim1 (", dim1, ") and dim2 (", dim2, ") name the same dim of shape ",
-               shape_string(self.sizes()));
-  const int64_t rows = self.sizes()[d1];
-  const int64_t cols = self.sizes()[d2];
-  const int64_t length = std::max<int64_t>(
-      offset >= 0 ? std::min(rows, cols - offset) : std::min(rows + offset, cols), 0);
-  int64_t storage_offset = self.storage_offset();
-  if (length > 0)
-    storage_offset += offset >= 0 ? offset * self.strides()[d2] : -offset * self.strides()[d1];
-  DimVector sizes, strides;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (d == d1 || d == d2) continue;
-    sizes.push_back(self.sizes()[d]);
-    strides.push_back(self.strides()[d]);
+// ---- derivatives (shape_internal.h) ----
+
+using autograd::BackwardContext;
+using autograd::ForwardContext;
+
+// view, unsqueeze, squeeze: the same elements in the same order.
+void restore_shape_backward(BackwardContext& c) {
+  c.set_grad(0, c.grad().reshape(c.input_sizes(0)));
+}
+
+// A tangent need not share its primal's layout (a broadcast result's tangent
+// may be expanded, a clone's may be transposed), so it may not be viewable in
+// the new shape: it is reshaped.
+void view_forward(ForwardContext& c) { c.set_tangent(0, c.tangent(0).reshape(c.output().sizes())); }
+
+void expand_backward(BackwardContext& c) {
+  c.set_grad(0, autograd::sum_to(c.grad(), c.input_sizes(0)));
+}
+
+// ---- batching rules (shape_internal.h) ----
+
+// The batch dim goes to the front, or stays last; the sample's shape is viewed
+// around it, which is possible exactly when a sample alone could be viewed.
+struct View {
+  static constexpr const char* name = "strata::view";
+  static constexpr auto method = &Tensor::view;
+  static ValueView take(const BatchedView& v, IntArrayRef size) {
+    const DimVector shape = infer_size(size, v.sample.numel(), v.sample.sizes(), v.op);
+    const bool batch_last = v.bdim() != 0 && v.bdim() == v.value().dim() - 1;
+    IntList sizes(shape.begin(), shape.end());
+    sizes.insert(batch_last ? sizes.end() : sizes.begin(), v.batch_size());
+    if (batch_last) return {v.value().view(sizes), static_cast<int64_t>(shape.size())};
+    return {batching::batch_first(v.self).view(sizes), 0};
   }
-  sizes.push_back(length);
-  strides.push_back(self.strides()[d1] + self.strides()[d2]);
-  return make_view(self, sizes, strides, storage_offset, op);
-}
+};
 
-STRATA_LIBRARY(strata, m) {
-  m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");
-  m.def("reshape(Tensor(a) self, int[] shape) -> Tensor(a)");
-  m.def(
-      "as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> "
-      "Tensor(a)");
-  m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");
-  m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
-  m.def("t(Tensor(a) self) -> Tensor(a)");
-  m.def("movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)");
-  m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");
-  m.def("squeeze(Tensor(a) self) -> Tensor(a)");
-  m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)");
-  m.def("expand(Tensor(a) self, int[] size) -> Tensor(a)");
-  m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)");
-  m.def("unflatten.int(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)");
-  m.def("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)");
-}
+struct Unsqueeze {
+  static constexpr const char* name = "strata::unsqueeze";
+  static constexpr auto method = &Tensor::unsqueeze;
+  static ValueView take(const BatchedView& v, int64_t dim) {
+    const int64_t d = wrap_insert_dim(dim, v.rank(), v.op);
+    if (d < v.bdim()) return {v.value().unsqueeze(d), v.bdim() + 1};
+    return {v.value().unsqueeze(d + 1), v.bdim()};
+  }
+};
 
-// Their derivative formulas are in shape_derivatives.cpp.
-STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
-  m.impl("view", &view_kernel);
-  m.impl("as_strided", &as_strided_kernel);
-  m.impl("permute", &permute_kernel);
-  m.impl("transpose.int", &transpose_kernel);
-  m.impl("unsqueeze", &unsqueeze_kernel);
-  m.impl("squeeze", &squeeze_kernel);
-  m.impl("squeeze.dim", &squeeze_dim_kernel);
-  m.impl("expand", &expand_kernel);
-  m.impl("diagonal", &diagonal_kernel);
-}
+// squeeze() would drop a batch of size 1 too: view the value without the
+// samples' size-1 dims instead.
+struct Squeeze {
+  static constexpr const char* name = "strata::squeeze";
+  static constexpr Tensor (Tensor::*method)() const = &Tensor::squeeze;
+  static ValueView take(const BatchedView& v) {
+    IntList sizes;
+    int64_t bdim = 0;
+    for (int64_t d = 0; d < v.value().dim(); ++d) {
+      if (d == v.bdim()) bdim = static_cast<int64_t>(sizes.size());
+      if (d == v.bdim() || v.value().sizes()[d] != 1) sizes.push_back(v.value().sizes()[d]);
+    }
+    if (static_cast<int64_t>(sizes.size()) == v.value().dim()) return {v.value(), v.bdim()};
+    return {v.value().view(sizes), bdim};
+  }
+};
 
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
-  m.impl("reshape", &reshape_composite);
-  m.impl("t", &t_composite);
-  m.impl("movedim.int", &movedim_composite);
-  m.impl("flatten.using_ints", &flatten_composite);
-  m.impl("unflatten.int", &unflatten_composite);
-}
+struct SqueezeDim {
+  static constexpr const char* name = "strata::squeeze";
+  static constexpr Tensor (Tensor::*method)(int64_t) const = &Tensor::squeeze;
+  static ValueView take(const BatchedView& v, int64_t dim) {
+    if (v.scalar_sample({dim})) return {v.value(), v.bdim()};
+    const int64_t d = v.value_dim(dim);
+    if (v.value().sizes()[d] != 1) return {v.value(), v.bdim()};
+    return {v.value().squeeze(d), v.bdim_without({d})};
+  }
+};
+
+// New leading dims go in front of the value, whatever its batch dim.
+struct Expand {
+  static constexpr const char* name = "strata::expand";
+  static constexpr auto method = &Tensor::expand;
+  static ValueView take(const BatchedView& v, IntArrayRef size) {
+    const int64_t leading = static_cast<int64_t>(size.size()) - v.rank();
+    STRATA_CHECK(leading >= 0, v.op, "the target shape ", shape_string(size), " has fewer dims (",
+                 size.size(), ") than the tensor's shape ", shape_string(v.sample.sizes()));
+    const int64_t bdim = leading + v.bdim();
+    IntList sizes(size.begin(), size.end());
+    sizes.insert(sizes.begin() + bdim, v.batch_size());
+    return {v.value().expand(sizes), bdim};
+  }
+};
+
+// ---- the rows (Note [One op, one place]) ----
+
+const OpFamily kViewOps("shape_views", {
+    view_op<&view_kernel>(
+        "view(Tensor(a) self, int[] size) -> Tensor(a)",
+        autograd::derivative({.backward = &restore_shape_backward, .forward = &view_forward}),
+        &ViewRule<View>::call),
+    {.schema = "reshape(Tensor(a) self, int[] shape) -> Tensor(a)",
+     .decomposition = &reshape_composite},
+    view_op<&unsqueeze_kernel>("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",
+                               view_derivative(&restore_shape_backward),
+                               &ViewRule<Unsqueeze>::call),
+    view_op<&squeeze_kernel>("squeeze(Tensor(a) self) -> Tensor(a)",
+                             view_derivative(&restore_shape_backward), &ViewRule<Squeeze>::call),
+    view_op<&squeeze_dim_kernel>("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)",
+                                 view_derivative(&restore_shape_backward),
+                                 &ViewRule<SqueezeDim>::call),
+    view_op<&expand_kernel>("expand(Tensor(a) self, int[] size) -> Tensor(a)",
+                            view_derivative(&expand_backward), &ViewRule<Expand>::call),
+    {.schema = "flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
+     .decomposition = &flatten_composite},
+    {.schema = "unflatten.int(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)",
+     .decomposition = &unflatten_composite},
+});
 
 }  // namespace
 
@@ -385,29 +348,6 @@ Tensor Tensor::view(IntArrayRef sizes) const {
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
   return STRATA_OP("strata::reshape", "", Tensor(const Tensor&, IntArrayRef)).call(*this, sizes);
-}
-
-Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
-                          std::optional<int64_t> storage_offset) const {
-  return STRATA_OP("strata::as_strided", "",
-                   Tensor(const Tensor&, IntArrayRef, IntArrayRef, std::optional<int64_t>))
-      .call(*this, sizes, strides, storage_offset);
-}
-
-Tensor Tensor::permute(IntArrayRef dims) const {
-  return STRATA_OP("strata::permute", "", Tensor(const Tensor&, IntArrayRef)).call(*this, dims);
-}
-
-Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
-  return STRATA_OP("strata::transpose", "int", Tensor(const Tensor&, int64_t, int64_t))
-      .call(*this, dim0, dim1);
-}
-
-Tensor Tensor::t() const { return STRATA_OP("strata::t", "", Tensor(const Tensor&)).call(*this); }
-
-Tensor Tensor::movedim(int64_t source, int64_t destination) const {
-  return STRATA_OP("strata::movedim", "int", Tensor(const Tensor&, int64_t, int64_t))
-      .call(*this, source, destination);
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
@@ -434,11 +374,6 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 Tensor Tensor::unflatten(int64_t dim, IntArrayRef sizes) const {
   return STRATA_OP("strata::unflatten", "int", Tensor(const Tensor&, int64_t, IntArrayRef))
       .call(*this, dim, sizes);
-}
-
-Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
-  return STRATA_OP("strata::diagonal", "", Tensor(const Tensor&, int64_t, int64_t, int64_t))
-      .call(*this, offset, dim1, dim2);
 }
 
 }  // namespace strata
