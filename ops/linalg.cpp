@@ -8,10 +8,11 @@
 
 #include <initializer_list>
 
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/elementwise_util.h"
 #include "ops/linalg_views.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -63,10 +64,17 @@ void check_mm_operands(const char* op, const Tensor& a, const Tensor& b) {
   check_inner_sizes(op, a, b, a.sizes()[1], b.sizes()[0]);
 }
 
-Tensor mm_cpu(const Tensor& a, const Tensor& b) {
+// The result of a product (the kernel's and the shape function's), after checking
+// the operands.
+TensorMeta mm_result(const Tensor& a, const Tensor& b) {
   check_mm_operands("strata::mm", a, b);
   check_product_dtypes("strata::mm", {&a, &b});
-  Tensor out = make_empty_tensor({a.sizes()[0], b.sizes()[1]}, a.dtype(), a.device(), "strata::mm");
+  return {{a.sizes()[0], b.sizes()[1]}, a.dtype()};
+}
+
+Tensor mm_cpu(const Tensor& a, const Tensor& b) {
+  const TensorMeta result = mm_result(a, b);
+  Tensor out = make_empty_tensor(result.sizes, result.dtype, a.device(), "strata::mm");
   cpu::mm_kernel(out, a, b, 0, 1);
   return out;
 }
@@ -78,12 +86,15 @@ void check_bmm_operands(const char* op, const Tensor& a, const Tensor& b) {
   check_inner_sizes(op, a, b, a.sizes()[2], b.sizes()[1]);
 }
 
+TensorMeta bmm_result(const Tensor& a, const Tensor& b) {
+  check_bmm_operands("strata::bmm", a, b);
+  check_product_dtypes("strata::bmm", {&a, &b});
+  return {{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype()};
+}
+
 Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
-  const char* op = "strata::bmm";
-  check_bmm_operands(op, a, b);
-  check_product_dtypes(op, {&a, &b});
-  Tensor out =
-      make_empty_tensor({a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device(), op);
+  const TensorMeta result = bmm_result(a, b);
+  Tensor out = make_empty_tensor(result.sizes, result.dtype, a.device(), "strata::bmm");
   cpu::bmm_kernel(out, a, b);
   return out;
 }
@@ -124,10 +135,14 @@ void check_dot_operands(const Tensor& a, const Tensor& b) {
   check_product_dtypes(op, {&a, &b});
 }
 
-Tensor dot_cpu(const Tensor& a, const Tensor& b) {
-  const char* op = "strata::dot";
+TensorMeta dot_result(const Tensor& a, const Tensor& b) {
   check_dot_operands(a, b);
-  Tensor out = make_empty_tensor({}, a.dtype(), a.device(), op);
+  return {{}, a.dtype()};
+}
+
+Tensor dot_cpu(const Tensor& a, const Tensor& b) {
+  const TensorMeta result = dot_result(a, b);
+  Tensor out = make_empty_tensor(result.sizes, result.dtype, a.device(), "strata::dot");
   cpu::dot_kernel(out, a, b);
   return out;
 }
@@ -185,22 +200,6 @@ Tensor matmul_composite(const Tensor& a, const Tensor& b) {
   };
   const Tensor product = bmm(batched(a_mat, n, k), batched(b_mat, k, m));
   return split_dims(product, result_groups(batch));
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
-  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
-  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");
-  m.def("dot(Tensor self, Tensor tensor) -> Tensor");
-  m.def("outer(Tensor self, Tensor vec2) -> Tensor");
-  m.def("matmul(Tensor self, Tensor other) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("mm", &mm_cpu);
-  m.impl("bmm", &bmm_cpu);
-  m.impl("addmm", &addmm_cpu);
-  m.impl("dot", &dot_cpu);
 }
 
 // ---- derivatives (Note [Derivative formulas]); matmul and outer differentiate
@@ -261,26 +260,6 @@ void addmm_forward(ForwardContext& c) {
     tangent = autograd::sum_defined(std::move(tangent), scaled(c.tangent(0), beta));
   }
   c.set_tangent(0, tangent);
-}
-
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("mm", derivative({.backward = &mm_backward,
-                           .forward = &product_forward<&mm>,
-                           .saved_inputs = args(0, 1)}));
-  m.impl("bmm", derivative({.backward = &bmm_backward,
-                            .forward = &product_forward<&bmm>,
-                            .saved_inputs = args(0, 1)}));
-  m.impl("addmm",
-         derivative(
-             {.backward = &addmm_backward, .forward = &addmm_forward, .saved_inputs = args(1, 2)}));
-  m.impl("dot", derivative({.backward = &dot_backward,
-                            .forward = &product_forward<&dot>,
-                            .saved_inputs = args(0, 1)}));
-}
-
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
-  m.impl("outer", &outer_composite);
-  m.impl("matmul", &matmul_composite);
 }
 
 // ---- batching rules (Note [Batching rules]); matmul and outer batch through their
@@ -387,12 +366,77 @@ Tensor dot_batched(const Tensor& a, const Tensor& b) {
   return batching::make_batched(out.value.reshape({at.batch_size}), 0, at.level);
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("mm", &product_batched<2>);
-  m.impl("bmm", &product_batched<3>);
-  m.impl("addmm", &addmm_batched);
-  m.impl("dot", &dot_batched);
+// ---- the rows (Note [One op, one place]) ----
+
+template <TensorMeta (*kResult)(const Tensor&, const Tensor&)>
+MetaList product_shape(OpArgs args) {
+  return {kResult(shape::tensor_arg(args, 0), shape::tensor_arg(args, 1))};
 }
+
+MetaList addmm_shape(OpArgs args) {
+  const Tensor& mat1 = shape::tensor_arg(args, 1);
+  return shape::single(
+      check_addmm_arguments(shape::tensor_arg(args, 0), mat1, shape::tensor_arg(args, 2),
+                            args[3].to_scalar(), args[4].to_scalar()),
+      mat1.dtype());
+}
+
+int64_t numel(const TensorMeta& meta) {
+  int64_t n = 1;
+  for (int64_t size : meta.sizes) n *= size;
+  return n;
+}
+
+// A multiply and an add for each of the k terms of every output element, k the
+// last dim of argument kLeft (mm, bmm, dot: 2 n m k).
+template <size_t kLeft>
+int64_t product_flops(OpArgs args, const MetaList& outputs) {
+  return 2 * shape::tensor_arg(args, kLeft).sizes().back() * numel(outputs.at(0));
+}
+
+// The product, then per output element the scaling by alpha and, unless beta is 0
+// (self ignored), the scaling of self by beta and the add.
+int64_t addmm_flops(OpArgs args, const MetaList& outputs) {
+  const int64_t epilogue = args[3].to_scalar().to_double() != 0.0 ? 3 : 1;
+  return product_flops<1>(args, outputs) + epilogue * numel(outputs.at(0));
+}
+
+const OpFamily kLinalgOps("linalg", {
+    {.schema = "mm(Tensor self, Tensor mat2) -> Tensor",
+     .cpu = &mm_cpu,
+     .derivative = derivative({.backward = &mm_backward,
+                               .forward = &product_forward<&mm>,
+                               .saved_inputs = args(0, 1)}),
+     .batching = &product_batched<2>,
+     .shape = &product_shape<&mm_result>,
+     .flops = &product_flops<0>},
+    {.schema = "bmm(Tensor self, Tensor mat2) -> Tensor",
+     .cpu = &bmm_cpu,
+     .derivative = derivative({.backward = &bmm_backward,
+                               .forward = &product_forward<&bmm>,
+                               .saved_inputs = args(0, 1)}),
+     .batching = &product_batched<3>,
+     .shape = &product_shape<&bmm_result>,
+     .flops = &product_flops<0>},
+    {.schema =
+         "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+     .cpu = &addmm_cpu,
+     .derivative = derivative(
+         {.backward = &addmm_backward, .forward = &addmm_forward, .saved_inputs = args(1, 2)}),
+     .batching = &addmm_batched,
+     .shape = &addmm_shape,
+     .flops = &addmm_flops},
+    {.schema = "dot(Tensor self, Tensor tensor) -> Tensor",
+     .cpu = &dot_cpu,
+     .derivative = derivative({.backward = &dot_backward,
+                               .forward = &product_forward<&dot>,
+                               .saved_inputs = args(0, 1)}),
+     .batching = &dot_batched,
+     .shape = &product_shape<&dot_result>,
+     .flops = &product_flops<0>},
+    {.schema = "outer(Tensor self, Tensor vec2) -> Tensor", .decomposition = &outer_composite},
+    {.schema = "matmul(Tensor self, Tensor other) -> Tensor", .decomposition = &matmul_composite},
+});
 
 }  // namespace
 

@@ -17,7 +17,7 @@
 #include <array>
 #include <string>
 
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/linalg.h"
 #include "ops/linalg_views.h"
 #include "ops/op_handle.h"
@@ -36,18 +36,21 @@ constexpr const char* kOp = "strata::einsum";
 bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool contains(const std::string& s, char c) { return s.find(c) != std::string::npos; }
 
-// A checked equation: the letters of each operand and of the output, and every
-// letter's size.
+// A checked equation: the letters of each operand and of the output, every
+// letter's size, and the operands' dtype.
 struct Equation {
   std::vector<std::string> inputs;
   std::string output;
   std::array<int64_t, 128> size_of{};
+  ScalarType dtype = kFloat32;
 
   DimVector sizes(const std::string& letters) const {
     DimVector sizes;
     for (char c : letters) sizes.push_back(size_of[static_cast<unsigned char>(c)]);
     return sizes;
   }
+  // The einsum's result.
+  TensorMeta result() const { return {sizes(output), dtype}; }
 };
 
 Equation parse(std::string_view text, ArrayRef<Tensor> operands) {
@@ -112,9 +115,9 @@ Equation parse(std::string_view text, ArrayRef<Tensor> operands) {
                  "' appears more than once");
   }
   // At least one operand: the equation always has one term, checked against the count.
-  const ScalarType dtype = operands[0].dtype();
-  STRATA_CHECK(dtype == kInt64 || dtype == kFloat32 || dtype == kFloat64, kOp, "unsupported dtype ",
-               dtype, " (expected Int64, Float32 or Float64)");
+  eq.dtype = operands[0].dtype();
+  STRATA_CHECK(eq.dtype == kInt64 || eq.dtype == kFloat32 || eq.dtype == kFloat64, kOp,
+               "unsupported dtype ", eq.dtype, " (expected Int64, Float32 or Float64)");
   return eq;
 }
 
@@ -193,15 +196,21 @@ Tensor einsum_composite(std::string_view equation, ArrayRef<Tensor> operands) {
   return in_output_order(result, eq.output, operands.size() > 1);
 }
 
-Tensor einsum_loop_cpu(std::string_view equation, ArrayRef<Tensor> operands) {
-  const Equation eq = parse(equation, operands);
-  // Loop letters: the output's, then the summed ones in order of appearance.
+// The letters _einsum_loop runs over: the output's, then the summed ones in order
+// of appearance.
+std::string loop_letters(const Equation& eq) {
   std::string letters = eq.output;
   for (const std::string& input : eq.inputs) {
     for (char c : input) {
       if (!contains(letters, c)) letters += c;
     }
   }
+  return letters;
+}
+
+Tensor einsum_loop_cpu(std::string_view equation, ArrayRef<Tensor> operands) {
+  const Equation eq = parse(equation, operands);
+  const std::string letters = loop_letters(eq);
   cpu::EinsumLoop loop;
   loop.sizes = eq.sizes(letters);
   loop.num_output_letters = static_cast<int64_t>(eq.output.size());
@@ -212,20 +221,11 @@ Tensor einsum_loop_cpu(std::string_view equation, ArrayRef<Tensor> operands) {
     }
     loop.operand_strides.push_back(strides);
   }
-  Tensor out =
-      make_empty_tensor(eq.sizes(eq.output), operands[0].dtype(), operands[0].device(), kOp);
+  const TensorMeta result = eq.result();
+  Tensor out = make_empty_tensor(result.sizes, result.dtype, operands[0].device(), kOp);
   cpu::einsum_loop_kernel(out, operands, loop);
   return out;
 }
-
-STRATA_LIBRARY(strata, m) {
-  m.def("einsum(str equation, Tensor[] tensors) -> Tensor");
-  m.def("_einsum_loop(str equation, Tensor[] tensors) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) { m.impl("_einsum_loop", &einsum_loop_cpu); }
-
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("einsum", &einsum_composite); }
 
 // ---- derivatives (Note [Derivative formulas]); einsum differentiates through its
 // decomposition, whose only op without a formula elsewhere is _einsum_loop.
@@ -298,12 +298,6 @@ void einsum_loop_forward(ForwardContext& c) {
   c.set_tangent(0, std::move(tangent));
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("_einsum_loop", derivative({.backward = &einsum_loop_backward,
-                                     .forward = &einsum_loop_forward,
-                                     .saved_inputs = args(1)}));
-}
-
 // ---- batching rules (Note [Batching rules]): the batch is one more letter of the
 // equation, in the batched operands where their batch dim is and first in the
 // output, so the samples are one einsum (whose contractions fold the batch into a
@@ -344,10 +338,37 @@ Tensor einsum_batched(std::string_view equation, ArrayRef<Tensor> operands) {
   return batching::make_batched(kOperator(batched_equation, values), 0, at.level);
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("einsum", &einsum_batched<&einsum>);
-  m.impl("_einsum_loop", &einsum_batched<&einsum_loop>);
+// ---- the rows (Note [One op, one place]) ----
+
+MetaList einsum_loop_shape(OpArgs args) {
+  return {parse(args[0].to_string_ref(), args[1].to_tensor_list()).result()};
 }
+
+// Every combination of the loop letters multiplies the operands' values (one
+// multiply per operand after the first) and adds the product to the output.
+int64_t einsum_loop_flops(OpArgs args, const MetaList&) {
+  const std::vector<Tensor>& operands = args[1].to_tensor_list();
+  const Equation eq = parse(args[0].to_string_ref(), operands);
+  int64_t combinations = 1;
+  for (int64_t size : eq.sizes(loop_letters(eq))) combinations *= size;
+  return static_cast<int64_t>(operands.size()) * combinations;
+}
+
+// einsum differentiates through its decomposition (whose contractions are bmm and
+// _einsum_loop), but batches as one einsum with the batch as one more letter.
+const OpFamily kEinsumOps("linalg_einsum", {
+    {.schema = "einsum(str equation, Tensor[] tensors) -> Tensor",
+     .decomposition = &einsum_composite,
+     .batching = &einsum_batched<&einsum>},
+    {.schema = "_einsum_loop(str equation, Tensor[] tensors) -> Tensor",
+     .cpu = &einsum_loop_cpu,
+     .derivative = derivative({.backward = &einsum_loop_backward,
+                               .forward = &einsum_loop_forward,
+                               .saved_inputs = args(1)}),
+     .batching = &einsum_batched<&einsum_loop>,
+     .shape = &einsum_loop_shape,
+     .flops = &einsum_loop_flops},
+});
 
 }  // namespace
 

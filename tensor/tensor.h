@@ -112,7 +112,7 @@ class Tensor {
   // Itself if contiguous, else a contiguous copy.
   Tensor contiguous() const;
 
-  // ops/reduction.cpp — an empty `dim` list reduces over every dim.
+  // ops/reduction_*.cpp — an empty `dim` list reduces over every dim.
   Tensor sum() const;
   Tensor sum(IntArrayRef dim, bool keepdim = false) const;
   Tensor mean() const;

@@ -1,7 +1,10 @@
-// Op-table entries: einsum, one per equation. The reference is one loop over every
-// combination of the equation's letters, written independently of the kernels.
+// Op-table entries: einsum, one per equation, and the loop kernel its
+// decomposition falls back to (strata::_einsum_loop), which computes any equation.
+// The reference is one loop over every combination of the equation's letters,
+// written independently of the kernels.
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "tests/op_table/op_info.h"
 #include "tests/op_table/reference.h"
@@ -105,18 +108,28 @@ std::vector<Sample> einsum_samples(const std::string& equation, ScalarType dtype
   return samples;
 }
 
-OpInfo einsum_entry(const std::string& equation) {
+using EinsumFn = Tensor (*)(std::string_view, ArrayRef<Tensor>);
+
+Tensor einsum_loop(std::string_view equation, ArrayRef<Tensor> operands) {
+  static const auto op = Dispatcher::singleton()
+                             .findSchemaOrThrow("strata::_einsum_loop", "")
+                             .typed<Tensor(std::string_view, ArrayRef<Tensor>)>();
+  return op.call(equation, operands);
+}
+
+// The entry "<name>(<equation>)" of `op` (einsum or _einsum_loop).
+OpInfo einsum_entry(const std::string& name, EinsumFn op, const std::string& equation) {
   OpInfo info;
   // Test names avoid '-', which starts a negative pattern in --gtest_filter.
-  info.name = "einsum(";
+  info.name = name + "(";
   for (char c : equation) {
     if (c != '-') info.name += c;
   }
   info.name += ')';
   info.dtypes = numeric_dtypes();
   info.samples = [equation](ScalarType dtype) { return einsum_samples(equation, dtype); };
-  info.op = [equation](const std::vector<Tensor>& in, const Stack&) {
-    return std::vector<Tensor>{einsum(equation, in)};
+  info.op = [equation, op](const std::vector<Tensor>& in, const Stack&) {
+    return std::vector<Tensor>{op(equation, in)};
   };
   info.reference = [equation](const std::vector<Tensor>& in, const Stack&) {
     return std::vector<Tensor>{reference_einsum(equation, in)};
@@ -161,8 +174,18 @@ STRATA_OP_INFOS(linalg_einsum) {
       "iij,jk->ki",
       "ij,jk->i",
   };
+  // The loop on its own, on equations einsum contracts with bmm and on those it
+  // gives to the loop.
+  const std::vector<std::string> loop_equations{
+      "ij,jk->ik", "bi,bj->bij", "i,i->", "ij->ji", "ii->i", "iji->j", "ij,jk->i",
+  };
   std::vector<OpInfo> infos;
-  for (const std::string& equation : equations) infos.push_back(einsum_entry(equation));
+  for (const std::string& equation : equations) {
+    infos.push_back(einsum_entry("einsum", &einsum, equation));
+  }
+  for (const std::string& equation : loop_equations) {
+    infos.push_back(einsum_entry("_einsum_loop", &einsum_loop, equation));
+  }
   return infos;
 }
 
