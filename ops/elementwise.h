@@ -3,6 +3,8 @@
 // Elementwise operators (ops/elementwise_unary.cpp, ops/elementwise_binary.cpp,
 // ops/elementwise_fused.cpp): broadcasting (NumPy rules) and type promotion
 // (result_type). Numbers on either side of an operator take part as wrapped numbers.
+// The ops that derivative formulas are written with (mul_add, relu_backward,
+// sin_backward, cos_backward) are internal: ops/elementwise_backward.h.
 
 #include <optional>
 
@@ -24,15 +26,6 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 // self + value * tensor1 * tensor2 in one pass, broadcasting all three.
 Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
                const Scalar& value = 1);
-// a * b + c * d in one pass, broadcasting all four.
-Tensor mul_add(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d);
-// relu's gradient: grad where output > 0, else 0, in one pass (output is relu's, or
-// its input: both are positive at the same places).
-Tensor relu_backward(const Tensor& grad, const Tensor& output);
-// The gradients of sin and cos: grad * cos(self) and -grad * sin(self), as ops with
-// their own derivatives (ops/elementwise_trig_backward.cpp).
-Tensor sin_backward(const Tensor& grad, const Tensor& self);
-Tensor cos_backward(const Tensor& grad, const Tensor& self);
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 
 Tensor operator-(const Tensor& t);

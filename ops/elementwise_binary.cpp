@@ -2,6 +2,7 @@
 // comparisons, logical and/or, and where; broadcasting and type promotion, with
 // C++ numbers taking part as wrapped numbers.
 #include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_backward.h"
 #include "ops/elementwise_util.h"
 #include "dispatcher/op_def.h"
 #include "ops/op_facets.h"

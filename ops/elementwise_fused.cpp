@@ -2,17 +2,21 @@
 //   addcmul: self + value * tensor1 * tensor2;
 //   mul_add: a * b + c * d;
 //   relu_backward: grad where output > 0, else 0.
-// Besides being ops users call, they are what forward mode builds tangents with:
-// a product's tangent t_a b + a t_b is mul_add(t_a, b, a, t_b) (in
-// ops/elementwise_binary.cpp). Under jacfwd or hessian every tangent carries the
-// whole basis as its batch, so each pass saved is over the largest tensors of
-// the call: the fused tangent reads t_a and t_b and writes the result, where a
-// mul and an addcmul also wrote and read back the intermediate t_a b.
+// addcmul is an op users call; mul_add and relu_backward are what derivative
+// formulas are written with (ops/elementwise_backward.h): a product's tangent
+// t_a b + a t_b is mul_add(t_a, b, a, t_b) (in ops/elementwise_binary.cpp). Under
+// jacfwd or hessian every tangent carries the whole basis as its batch, so each
+// pass saved is over the largest tensors of the call: the fused tangent reads t_a
+// and t_b and writes the result, where a mul and an addcmul also wrote and read
+// back the intermediate t_a b.
 #include <utility>
+#include <vector>
 
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_backward.h"
 #include "ops/elementwise_util.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -29,30 +33,45 @@ using AddcmulSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Sca
 using MulAddSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&);
 using ReluBackwardSig = Tensor(const Tensor&, const Tensor&);
 
-constexpr const char* kName = "strata::addcmul";
-constexpr const char* kMulAdd = "strata::mul_add";
-constexpr const char* kReluBackward = "strata::relu_backward";
+constexpr char kAddcmul[] = "strata::addcmul";
+constexpr char kMulAdd[] = "strata::mul_add";
+constexpr char kReluBackward[] = "strata::relu_backward";
 
-// The dtype a fused op computes in (the inputs' promoted one, not Bool) and its
-// output, shaped as all inputs broadcast together.
-std::pair<ScalarType, Tensor> fused_output(ArrayRef<Tensor> inputs, const char* name) {
+// The dtype a fused op computes in and returns (the inputs' promoted one, not
+// Bool), and the shape of all inputs broadcast together: the kernels' output and
+// the shape functions' answer.
+TensorMeta fused_meta(ArrayRef<Tensor> inputs, const char* name) {
   const ScalarType dtype = result_type(inputs);
   elementwise::check_not_bool(dtype, name);
   DimVector shape(inputs[0].sizes());
   for (size_t i = 1; i < inputs.size(); ++i)
     shape = broadcast_shapes(shape, inputs[i].sizes(), name);
-  return {dtype, make_empty_tensor(shape, dtype, inputs[0].device(), name)};
+  return {std::move(shape), dtype};
+}
+
+// addcmul's value also has to fit the dtype, like an alpha.
+TensorMeta addcmul_meta(ArrayRef<Tensor> inputs, const Scalar& value) {
+  TensorMeta meta = fused_meta(inputs, kAddcmul);
+  elementwise::check_alpha(value, meta.dtype, kAddcmul, "value");
+  return meta;
+}
+
+Tensor new_output(const TensorMeta& meta, const Tensor& first, const char* name) {
+  return make_empty_tensor(meta.sizes, meta.dtype, first.device(), name);
 }
 
 Tensor addcmul_cpu(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& value) {
-  auto [dtype, out] = fused_output({self, a, b}, kName);
-  elementwise::check_alpha(value, dtype, kName, "value");
+  const TensorMeta meta = addcmul_meta({self, a, b}, value);
+  const ScalarType dtype = meta.dtype;
+  Tensor out = new_output(meta, self, kAddcmul);
   cpu::addcmul_kernel(out, InDtype(self, dtype), InDtype(a, dtype), InDtype(b, dtype), value);
   return out;
 }
 
 Tensor mul_add_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {
-  auto [dtype, out] = fused_output({a, b, c, d}, kMulAdd);
+  const TensorMeta meta = fused_meta({a, b, c, d}, kMulAdd);
+  const ScalarType dtype = meta.dtype;
+  Tensor out = new_output(meta, a, kMulAdd);
   cpu::mul_add_kernel(out, InDtype(a, dtype), InDtype(b, dtype), InDtype(c, dtype),
                       InDtype(d, dtype));
   return out;
@@ -60,25 +79,14 @@ Tensor mul_add_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const Tens
 
 // Note [relu's gradient as one op]
 // relu's gradient written as grad * (output > 0) is a Bool mask, its conversion to
-// grad's dtype and a product: three passes where this op takes one (the CNN's
-// [64, 64, 24, 24] gradient under vmap(grad), one thread: 4.0 ms the three ways,
-// 1.8 ms as this op).
+// grad's dtype and a product: three passes over the gradient where this op takes
+// one.
 Tensor relu_backward_cpu(const Tensor& grad, const Tensor& output) {
-  auto [dtype, out] = fused_output({grad, output}, kReluBackward);
+  const TensorMeta meta = fused_meta({grad, output}, kReluBackward);
+  const ScalarType dtype = meta.dtype;
+  Tensor out = new_output(meta, grad, kReluBackward);
   cpu::relu_backward_kernel(out, InDtype(grad, dtype), InDtype(output, dtype));
   return out;
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor");
-  m.def("mul_add(Tensor a, Tensor b, Tensor c, Tensor d) -> Tensor");
-  m.def("relu_backward(Tensor grad, Tensor output) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("addcmul", &addcmul_cpu);
-  m.impl("mul_add", &mul_add_cpu);
-  m.impl("relu_backward", &relu_backward_cpu);
 }
 
 // ---- derivatives: d/dself = 1, d/dtensor1 = value * tensor2, d/dtensor2 = value * tensor1.
@@ -175,29 +183,62 @@ void relu_backward_forward(ForwardContext& c) {
   if (c.has_tangent(0)) c.set_tangent(0, relu_backward(c.tangent(0), c.input(1)));
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("relu_backward", autograd::derivative({.backward = &relu_backward_backward,
-                                                .forward = &relu_backward_forward,
-                                                .saved_inputs = args(1)}));
-  m.impl("addcmul", autograd::derivative({.backward = &addcmul_backward,
-                                          .forward = &addcmul_forward,
-                                          .saved_inputs = args(1, 2)}));
-  m.impl("mul_add", autograd::derivative({.backward = &mul_add_backward,
-                                          .forward = &mul_add_forward,
-                                          .saved_inputs = args(0, 1, 2, 3)}));
+// ---- the rows (Note [One op, one place]); every op here is pointwise in all its
+// tensors, batched by the boxed pointwise rule.
+
+// The first kInputs arguments, the op's tensors.
+template <size_t kInputs>
+std::vector<Tensor> tensor_args(OpArgs args) {
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < kInputs; ++i) inputs.push_back(shape::tensor_arg(args, i));
+  return inputs;
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("addcmul", batching::pointwise_batch_rule());
-  m.impl("mul_add", batching::pointwise_batch_rule());
-  m.impl("relu_backward", batching::pointwise_batch_rule());
+MetaList addcmul_shape(OpArgs args) {
+  return {addcmul_meta(tensor_args<3>(args), args[3].to_scalar())};
 }
+
+template <const char* kName, size_t kInputs>
+MetaList fused_shape(OpArgs args) {
+  return {fused_meta(tensor_args<kInputs>(args), kName)};
+}
+
+const OpFamily kFusedOps("elementwise_fused", {
+    // A multiply-add and a product per element; value scales the product, counted
+    // once with it.
+    {.schema = "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+     .cpu = &addcmul_cpu,
+     .derivative = autograd::derivative({.backward = &addcmul_backward,
+                                         .forward = &addcmul_forward,
+                                         .saved_inputs = args(1, 2)}),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &addcmul_shape,
+     .flops = &flops::per_output_element<3>},
+    // A product and a multiply-add per element.
+    {.schema = "mul_add(Tensor a, Tensor b, Tensor c, Tensor d) -> Tensor",
+     .cpu = &mul_add_cpu,
+     .derivative = autograd::derivative({.backward = &mul_add_backward,
+                                         .forward = &mul_add_forward,
+                                         .saved_inputs = args(0, 1, 2, 3)}),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &fused_shape<kMulAdd, 4>,
+     .flops = &flops::per_output_element<3>},
+    // One comparison and select per element.
+    {.schema = "relu_backward(Tensor grad, Tensor output) -> Tensor",
+     .cpu = &relu_backward_cpu,
+     .derivative = autograd::derivative({.backward = &relu_backward_backward,
+                                         .forward = &relu_backward_forward,
+                                         .saved_inputs = args(1)}),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &fused_shape<kReluBackward, 2>,
+     .flops = &flops::per_output_element<1>},
+});
 
 }  // namespace
 
 Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
                const Scalar& value) {
-  return STRATA_OP(kName, "", AddcmulSig).call(self, tensor1, tensor2, value);
+  return STRATA_OP(kAddcmul, "", AddcmulSig).call(self, tensor1, tensor2, value);
 }
 
 Tensor mul_add(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {

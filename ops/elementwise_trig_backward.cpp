@@ -10,8 +10,9 @@
 // one mul_add whose second factors are on the primals (under hessian those are
 // vectors and the tangents [n, n]). The two ops differentiate into each other, so
 // any order of derivative stays within them.
-#include "dispatcher/library.h"
-#include "ops/elementwise.h"
+#include "dispatcher/op_def.h"
+#include "ops/elementwise_backward.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/shape_inference.h"
@@ -25,11 +26,6 @@ using BackwardSig = Tensor(const Tensor&, const Tensor&);
 constexpr const char* kSinBackward = "strata::sin_backward";
 constexpr const char* kCosBackward = "strata::cos_backward";
 
-STRATA_LIBRARY(strata, m) {
-  m.def("sin_backward(Tensor grad, Tensor self) -> Tensor");
-  m.def("cos_backward(Tensor grad, Tensor self) -> Tensor");
-}
-
 // Below every transform the ops are their definitions, with self's sine or cosine
 // taken in the dtype the two arguments promote to (not self's own: a Float32
 // self against a Float64 gradient is computed in Float64).
@@ -42,11 +38,6 @@ Tensor sin_backward_composite(const Tensor& grad, const Tensor& self) {
 }
 Tensor cos_backward_composite(const Tensor& grad, const Tensor& self) {
   return -(grad * promoted(self, grad).sin());
-}
-
-STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
-  m.impl("sin_backward", &sin_backward_composite);
-  m.impl("cos_backward", &cos_backward_composite);
 }
 
 // ---- derivatives: d/dgrad and d/dself of each op, written with the other.
@@ -95,19 +86,30 @@ void cos_backward_forward(ForwardContext& c) {
                        [&] { return -sin_backward(grad, self); }));
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("sin_backward", derivative({.backward = &sin_backward_backward,
-                                     .forward = &sin_backward_forward,
-                                     .saved_inputs = args(0, 1)}));
-  m.impl("cos_backward", derivative({.backward = &cos_backward_backward,
-                                     .forward = &cos_backward_forward,
-                                     .saved_inputs = args(0, 1)}));
-}
+// ---- the rows (Note [One op, one place]). Pointwise in both tensors, batched by
+// the boxed pointwise rule; a gradient is floating, so Int64 and Bool arguments
+// give Float32, as cos and sin of them do.
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("sin_backward", batching::pointwise_batch_rule());
-  m.impl("cos_backward", batching::pointwise_batch_rule());
-}
+const OpFamily kTrigBackwardOps("elementwise_trig_backward", {
+    // The function's evaluation (one FLOP, as for sin and cos) and the product.
+    {.schema = "sin_backward(Tensor grad, Tensor self) -> Tensor",
+     .all_backends = &sin_backward_composite,
+     .derivative = derivative({.backward = &sin_backward_backward,
+                               .forward = &sin_backward_forward,
+                               .saved_inputs = args(0, 1)}),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::pointwise_floating,
+     .flops = &flops::per_output_element<2>},
+    // The function's evaluation, the product and the negation.
+    {.schema = "cos_backward(Tensor grad, Tensor self) -> Tensor",
+     .all_backends = &cos_backward_composite,
+     .derivative = derivative({.backward = &cos_backward_backward,
+                               .forward = &cos_backward_forward,
+                               .saved_inputs = args(0, 1)}),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::pointwise_floating,
+     .flops = &flops::per_output_element<3>},
+});
 
 }  // namespace
 

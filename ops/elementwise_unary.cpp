@@ -4,9 +4,12 @@
 // logical_not, with the in-place relu_ and clamp_.
 #include <string_view>
 
-#include "dispatcher/library.h"
+#include "dispatcher/boxing.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_backward.h"
 #include "ops/elementwise_util.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -60,9 +63,14 @@ Tensor new_output(const Tensor& self, ScalarType dtype, const char* op) {
 
 // Ops with integer meaning keep the input's dtype (Bool is rejected).
 template <UnaryOp kOp>
-Tensor numeric_cpu(const Tensor& self) {
+ScalarType numeric_dtype(const Tensor& self) {
   elementwise::check_not_bool(self.dtype(), op_name(kOp));
-  Tensor out = new_output(self, self.dtype(), op_name(kOp));
+  return self.dtype();
+}
+
+template <UnaryOp kOp>
+Tensor numeric_cpu(const Tensor& self) {
+  Tensor out = new_output(self, numeric_dtype<kOp>(self), op_name(kOp));
   cpu::unary_kernel(kOp, out, self);
   return out;
 }
@@ -79,10 +87,15 @@ Tensor floating_cpu(const Tensor& self) {
   return floating(kOp, self);
 }
 
-Tensor gelu_cpu(const Tensor& self, std::string_view approximate) {
+// The kernel op of gelu's `approximate`.
+UnaryOp gelu_kind(std::string_view approximate) {
   STRATA_CHECK(approximate == "none" || approximate == "tanh", "strata::gelu",
                "approximate must be 'none' or 'tanh', got '", approximate, "'");
-  return floating(approximate == "none" ? UnaryOp::Gelu : UnaryOp::GeluTanh, self);
+  return approximate == "none" ? UnaryOp::Gelu : UnaryOp::GeluTanh;
+}
+
+Tensor gelu_cpu(const Tensor& self, std::string_view approximate) {
+  return floating(gelu_kind(approximate), self);
 }
 
 Tensor softplus_cpu(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
@@ -98,12 +111,18 @@ Tensor logical_not_cpu(const Tensor& self) {
   return out;
 }
 
-Tensor pow_scalar_cpu(const Tensor& self, const Scalar& exponent) {
+// The exponent promotes like a wrapped number.
+ScalarType pow_scalar_dtype(const Tensor& self, const Scalar& exponent) {
   const ScalarType dtype = result_type(self, wrapped_scalar_tensor(exponent));
   elementwise::check_not_bool(dtype, "strata::pow");
   STRATA_CHECK(is_floating_point(dtype) || exponent.to_int() >= 0, "strata::pow",
                "integers to negative integer powers are not allowed (", dtype, " base, exponent ",
                exponent, ")");
+  return dtype;
+}
+
+Tensor pow_scalar_cpu(const Tensor& self, const Scalar& exponent) {
+  const ScalarType dtype = pow_scalar_dtype(self, exponent);
   Tensor out = new_output(self, dtype, "strata::pow");
   cpu::pow_scalar_kernel(out, InDtype(self, dtype), exponent);
   return out;
@@ -142,58 +161,6 @@ const Tensor& relu__cpu(const Tensor& self) {
   cpu::unary_kernel(UnaryOp::Relu, self, self);
   self.impl()->bump_version();
   return self;
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def("neg(Tensor self) -> Tensor");
-  m.def("abs(Tensor self) -> Tensor");
-  m.def("sign(Tensor self) -> Tensor");
-  m.def("square(Tensor self) -> Tensor");
-  m.def("relu(Tensor self) -> Tensor");
-  m.def("relu_(Tensor(a!) self) -> Tensor(a!)");
-  m.def("exp(Tensor self) -> Tensor");
-  m.def("expm1(Tensor self) -> Tensor");
-  m.def("log(Tensor self) -> Tensor");
-  m.def("log1p(Tensor self) -> Tensor");
-  m.def("sqrt(Tensor self) -> Tensor");
-  m.def("rsqrt(Tensor self) -> Tensor");
-  m.def("reciprocal(Tensor self) -> Tensor");
-  m.def("sin(Tensor self) -> Tensor");
-  m.def("cos(Tensor self) -> Tensor");
-  m.def("tanh(Tensor self) -> Tensor");
-  m.def("sigmoid(Tensor self) -> Tensor");
-  m.def("gelu(Tensor self, *, str approximate='none') -> Tensor");
-  m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor");
-  m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor");
-  m.def("logical_not(Tensor self) -> Tensor");
-  m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");
-  m.def("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("neg", &numeric_cpu<UnaryOp::Neg>);
-  m.impl("abs", &numeric_cpu<UnaryOp::Abs>);
-  m.impl("sign", &numeric_cpu<UnaryOp::Sign>);
-  m.impl("square", &numeric_cpu<UnaryOp::Square>);
-  m.impl("relu", &numeric_cpu<UnaryOp::Relu>);
-  m.impl("relu_", &relu__cpu);
-  m.impl("exp", &floating_cpu<UnaryOp::Exp>);
-  m.impl("expm1", &floating_cpu<UnaryOp::Expm1>);
-  m.impl("log", &floating_cpu<UnaryOp::Log>);
-  m.impl("log1p", &floating_cpu<UnaryOp::Log1p>);
-  m.impl("sqrt", &floating_cpu<UnaryOp::Sqrt>);
-  m.impl("rsqrt", &floating_cpu<UnaryOp::Rsqrt>);
-  m.impl("reciprocal", &floating_cpu<UnaryOp::Reciprocal>);
-  m.impl("sin", &floating_cpu<UnaryOp::Sin>);
-  m.impl("cos", &floating_cpu<UnaryOp::Cos>);
-  m.impl("tanh", &floating_cpu<UnaryOp::Tanh>);
-  m.impl("sigmoid", &floating_cpu<UnaryOp::Sigmoid>);
-  m.impl("gelu", &gelu_cpu);
-  m.impl("softplus", &softplus_cpu);
-  m.impl("pow.Tensor_Scalar", &pow_scalar_cpu);
-  m.impl("logical_not", &logical_not_cpu);
-  m.impl("clamp", &clamp_cpu);
-  m.impl("clamp_", &clamp__cpu);
 }
 
 // ---- derivatives (Note [Derivative formulas]) -----------------------------------
@@ -337,37 +304,10 @@ KernelFunction of_output() {
   return scaled_by<OfOutput<kDerivative>>(0, kOutput);
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("neg", derivative({.backward = &neg_backward, .forward = &autograd::linear_forward}));
-  m.impl("abs", of_input<&abs_derivative>());
-  m.impl("sign", autograd::non_differentiable());
-  m.impl("logical_not", autograd::non_differentiable());
-  m.impl("square", of_input<&square_derivative>());
-  for (const char* name : {"relu", "relu_"}) {
-    m.impl(name, derivative({.backward = &relu_backward_formula,
-                             .forward = &relu_forward_formula,
-                             .saved_outputs = kOutput}));
-  }
-  m.impl("exp", of_output<&exp_derivative>());
-  m.impl("expm1", of_output<&expm1_derivative>());
-  m.impl("log", of_input<&log_derivative>());
-  m.impl("log1p", of_input<&log1p_derivative>());
-  m.impl("sqrt", of_output<&sqrt_derivative>());
-  m.impl("rsqrt", of_output<&rsqrt_derivative>());
-  m.impl("reciprocal", of_output<&reciprocal_derivative>());
-  m.impl("sin", derivative({.backward = &sin_backward_formula,
-                            .forward = &forward_by<OfInput<&sin_derivative>>,
-                            .saved_inputs = kInput}));
-  m.impl("cos", derivative({.backward = &cos_backward_formula,
-                            .forward = &forward_by<OfInput<&cos_derivative>>,
-                            .saved_inputs = kInput}));
-  m.impl("tanh", of_output<&tanh_derivative>());
-  m.impl("sigmoid", of_output<&sigmoid_derivative>());
-  m.impl("gelu", scaled_by<GeluDerivative>(kInput, kOutput));
-  m.impl("softplus", scaled_by<SoftplusDerivative>(kInput));
-  m.impl("pow.Tensor_Scalar", scaled_by<PowScalarDerivative>(kInput));
-  m.impl("clamp", scaled_by<ClampDerivative>(kInput));
-  m.impl("clamp_", scaled_by<ClampDerivative>(kInput));
+KernelFunction relu_derivative() {
+  return derivative({.backward = &relu_backward_formula,
+                     .forward = &relu_forward_formula,
+                     .saved_outputs = kOutput});
 }
 
 // ---- batching rules (Note [Batching rules]): every op here is pointwise. The
@@ -388,31 +328,130 @@ constexpr auto kRule = &batching::UnaryPointwiseRule<kOp>::call;
 template <auto kMethod>
 constexpr auto kMethodRule = kRule<&elementwise::AsFunction<kMethod>::call>;
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("neg", kMethodRule<&Tensor::neg>);
-  m.impl("abs", kMethodRule<&Tensor::abs>);
-  m.impl("sign", kMethodRule<&Tensor::sign>);
-  m.impl("square", kMethodRule<&Tensor::square>);
-  m.impl("relu", kMethodRule<&Tensor::relu>);
-  m.impl("exp", kMethodRule<&Tensor::exp>);
-  m.impl("expm1", kMethodRule<&Tensor::expm1>);
-  m.impl("log", kMethodRule<&Tensor::log>);
-  m.impl("log1p", kMethodRule<&Tensor::log1p>);
-  m.impl("sqrt", kMethodRule<&Tensor::sqrt>);
-  m.impl("rsqrt", kMethodRule<&Tensor::rsqrt>);
-  m.impl("reciprocal", kMethodRule<&Tensor::reciprocal>);
-  m.impl("sin", kMethodRule<&Tensor::sin>);
-  m.impl("cos", kMethodRule<&Tensor::cos>);
-  m.impl("tanh", kMethodRule<&Tensor::tanh>);
-  m.impl("sigmoid", kMethodRule<&Tensor::sigmoid>);
-  m.impl("logical_not", kMethodRule<&Tensor::logical_not>);
-  m.impl("softplus", kMethodRule<&Tensor::softplus>);
-  m.impl("gelu", kRule<&gelu_op>);
-  m.impl("clamp", kRule<&clamp_op>);
-  m.impl("pow.Tensor_Scalar",
-         kRule<static_cast<Tensor (*)(const Tensor&, const Scalar&)>(&strata::pow)>);
-  for (const char* name : {"relu_", "clamp_"}) m.impl(name, batching::pointwise_batch_rule());
+// ---- the rows (Note [One op, one place]) ----
+
+// One FLOP per output element for every op here: arithmetic, a comparison or a
+// select counts one, and so does a transcendental function (exp, log, sin, tanh,
+// erf, ...) or an activation built on one (sigmoid, gelu, softplus): one
+// evaluation, whatever it costs in instructions on a given math library.
+constexpr FlopFn kOnePerElement = &flops::per_output_element<1>;
+
+template <UnaryOp kOp>
+MetaList numeric_shape(OpArgs args) {
+  const Tensor& self = shape::tensor_arg(args, 0);
+  return shape::single(self.sizes(), numeric_dtype<kOp>(self));
 }
+
+MetaList gelu_shape(OpArgs args) {
+  gelu_kind(args[1].to_string_ref());
+  return shape::pointwise_floating(args);
+}
+
+MetaList pow_scalar_shape(OpArgs args) {
+  const Tensor& self = shape::tensor_arg(args, 0);
+  return shape::single(self.sizes(), pow_scalar_dtype(self, args[1].to_scalar()));
+}
+
+MetaList clamp_shape(OpArgs args) {
+  using Bound = boxing::FromIValue<std::optional<Scalar>>;
+  const Tensor& self = shape::tensor_arg(args, 0);
+  return shape::single(self.sizes(), clamp_dtype(self, Bound::get(args[1]), Bound::get(args[2]),
+                                                 "strata::clamp"));
+}
+
+// An out-of-place unary op: one FLOP per element, batched by the unboxed rule.
+OpDef pointwise(const char* schema, Kernel cpu, Facet<Kernel> derivative, Kernel batching,
+                ShapeFn shape) {
+  return {.schema = schema,
+          .cpu = std::move(cpu),
+          .derivative = std::move(derivative),
+          .batching = std::move(batching),
+          .shape = shape,
+          .flops = kOnePerElement};
+}
+template <UnaryOp kOp>
+OpDef numeric(const char* schema, Facet<Kernel> derivative, Kernel batching) {
+  return pointwise(schema, &numeric_cpu<kOp>, std::move(derivative), std::move(batching),
+                   &numeric_shape<kOp>);
+}
+template <UnaryOp kOp>
+OpDef floating_math(const char* schema, Facet<Kernel> derivative, Kernel batching) {
+  return pointwise(schema, &floating_cpu<kOp>, std::move(derivative), std::move(batching),
+                   &shape::pointwise_floating);
+}
+// An in-place one writes into its batched self through the boxed rule.
+OpDef in_place(const char* schema, Kernel cpu, Facet<Kernel> derivative) {
+  return {.schema = schema,
+          .cpu = std::move(cpu),
+          .derivative = std::move(derivative),
+          .batching = batching::pointwise_batch_rule(),
+          .shape = &shape::same_as_self,
+          .flops = kOnePerElement};
+}
+
+const OpFamily kUnaryOps("elementwise_unary", {
+    numeric<UnaryOp::Neg>(
+        "neg(Tensor self) -> Tensor",
+        derivative({.backward = &neg_backward, .forward = &autograd::linear_forward}),
+        kMethodRule<&Tensor::neg>),
+    numeric<UnaryOp::Abs>("abs(Tensor self) -> Tensor", of_input<&abs_derivative>(),
+                          kMethodRule<&Tensor::abs>),
+    numeric<UnaryOp::Sign>(
+        "sign(Tensor self) -> Tensor",
+        {autograd::non_differentiable(), "piecewise constant: zero wherever it has a derivative"},
+        kMethodRule<&Tensor::sign>),
+    numeric<UnaryOp::Square>("square(Tensor self) -> Tensor", of_input<&square_derivative>(),
+                             kMethodRule<&Tensor::square>),
+    numeric<UnaryOp::Relu>("relu(Tensor self) -> Tensor", relu_derivative(),
+                           kMethodRule<&Tensor::relu>),
+    in_place("relu_(Tensor(a!) self) -> Tensor(a!)", &relu__cpu, relu_derivative()),
+    floating_math<UnaryOp::Exp>("exp(Tensor self) -> Tensor", of_output<&exp_derivative>(),
+                                kMethodRule<&Tensor::exp>),
+    floating_math<UnaryOp::Expm1>("expm1(Tensor self) -> Tensor", of_output<&expm1_derivative>(),
+                                  kMethodRule<&Tensor::expm1>),
+    floating_math<UnaryOp::Log>("log(Tensor self) -> Tensor", of_input<&log_derivative>(),
+                                kMethodRule<&Tensor::log>),
+    floating_math<UnaryOp::Log1p>("log1p(Tensor self) -> Tensor", of_input<&log1p_derivative>(),
+                                  kMethodRule<&Tensor::log1p>),
+    floating_math<UnaryOp::Sqrt>("sqrt(Tensor self) -> Tensor", of_output<&sqrt_derivative>(),
+                                 kMethodRule<&Tensor::sqrt>),
+    floating_math<UnaryOp::Rsqrt>("rsqrt(Tensor self) -> Tensor", of_output<&rsqrt_derivative>(),
+                                  kMethodRule<&Tensor::rsqrt>),
+    floating_math<UnaryOp::Reciprocal>("reciprocal(Tensor self) -> Tensor",
+                                       of_output<&reciprocal_derivative>(),
+                                       kMethodRule<&Tensor::reciprocal>),
+    floating_math<UnaryOp::Sin>("sin(Tensor self) -> Tensor",
+                                derivative({.backward = &sin_backward_formula,
+                                            .forward = &forward_by<OfInput<&sin_derivative>>,
+                                            .saved_inputs = kInput}),
+                                kMethodRule<&Tensor::sin>),
+    floating_math<UnaryOp::Cos>("cos(Tensor self) -> Tensor",
+                                derivative({.backward = &cos_backward_formula,
+                                            .forward = &forward_by<OfInput<&cos_derivative>>,
+                                            .saved_inputs = kInput}),
+                                kMethodRule<&Tensor::cos>),
+    floating_math<UnaryOp::Tanh>("tanh(Tensor self) -> Tensor", of_output<&tanh_derivative>(),
+                                 kMethodRule<&Tensor::tanh>),
+    floating_math<UnaryOp::Sigmoid>("sigmoid(Tensor self) -> Tensor",
+                                    of_output<&sigmoid_derivative>(),
+                                    kMethodRule<&Tensor::sigmoid>),
+    pointwise("gelu(Tensor self, *, str approximate='none') -> Tensor", &gelu_cpu,
+              scaled_by<GeluDerivative>(kInput, kOutput), kRule<&gelu_op>, &gelu_shape),
+    pointwise("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+              &softplus_cpu, scaled_by<SoftplusDerivative>(kInput),
+              kMethodRule<&Tensor::softplus>, &shape::pointwise_floating),
+    pointwise("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", &pow_scalar_cpu,
+              scaled_by<PowScalarDerivative>(kInput),
+              kRule<static_cast<Tensor (*)(const Tensor&, const Scalar&)>(&strata::pow)>,
+              &pow_scalar_shape),
+    pointwise("logical_not(Tensor self) -> Tensor", &logical_not_cpu,
+              {autograd::non_differentiable(), "not differentiable: Bool output"},
+              kMethodRule<&Tensor::logical_not>, &shape::pointwise_bool),
+    pointwise("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", &clamp_cpu,
+              scaled_by<ClampDerivative>(kInput), kRule<&clamp_op>, &clamp_shape),
+    in_place("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
+             &clamp__cpu, scaled_by<ClampDerivative>(kInput)),
+});
 
 }  // namespace
 

@@ -1,7 +1,8 @@
 // Writing into an existing tensor (fill_, zero_, copy_) and copying into a new one
 // (clone, to, contiguous).
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -53,28 +54,6 @@ Tensor contiguous_composite(const Tensor& self) {
   return self.is_contiguous() ? self : self.clone();
 }
 
-STRATA_LIBRARY(strata, m) {
-  m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)");
-  m.def("zero_(Tensor(a!) self) -> Tensor(a!)");
-  m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
-  m.def("clone(Tensor self) -> Tensor");
-  m.def("to.dtype(Tensor self, ScalarType dtype) -> Tensor");
-  m.def("contiguous(Tensor self) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("fill_.Scalar", &fill__cpu);
-  m.impl("copy_", &copy__cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) { m.impl("clone", &clone_composite); }
-
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
-  m.impl("zero_", &zero__composite);
-  m.impl("to.dtype", &to_dtype_composite);
-  m.impl("contiguous", &contiguous_composite);
-}
-
 // ---- derivatives (Note [Derivative formulas]); zero_, to and contiguous
 // differentiate through fill_, copy_ and clone.
 
@@ -107,13 +86,6 @@ KernelFunction pass_through() {
       {.backward = &pass_through_backward<arg>, .forward = &pass_through_forward<arg>});
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("fill_.Scalar",
-         derivative({.backward = &overwrite_backward, .forward = &overwrite_forward}));
-  m.impl("copy_", pass_through<1>());
-  m.impl("clone", pass_through<0>());
-}
-
 // ---- batching rules (Note [Batching rules]) ---------------------------------------
 
 // copy_ broadcasts src into self, so it is pointwise; but its own rule, as the
@@ -136,15 +108,38 @@ void copy_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   stack.back() = self;
 }
 
+// ---- the rows (Note [One op, one place]): writes and copies move values without
+// arithmetic on them, zero FLOPs. zero_, to and contiguous are defined by fill_,
+// copy_ and clone.
+//
 // fill_ writes every element of its batched self, and clone copies each sample
 // into a tensor of its shape: both are pointwise. The boxed rule puts clone's batch
 // first, so that each sample is contiguous, as clone's result is (contiguous() and
 // reshape() count on it).
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("fill_.Scalar", batching::pointwise_batch_rule());
-  m.impl("clone", batching::pointwise_batch_rule());
-  m.impl("copy_", KernelFunction::from_boxed(&copy_batched));
-}
+const OpFamily kFillCopyOps("fill_copy", {
+    {.schema = "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
+     .cpu = &fill__cpu,
+     .derivative = derivative({.backward = &overwrite_backward, .forward = &overwrite_forward}),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
+     .flops = &flops::zero},
+    {.schema = "zero_(Tensor(a!) self) -> Tensor(a!)", .decomposition = &zero__composite},
+    {.schema = "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
+     .cpu = &copy__cpu,
+     .derivative = pass_through<1>(),
+     .batching = KernelFunction::from_boxed(&copy_batched),
+     .shape = &shape::same_as_self,
+     .flops = &flops::zero},
+    {.schema = "clone(Tensor self) -> Tensor",
+     .all_backends = &clone_composite,
+     .derivative = pass_through<0>(),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
+     .flops = &flops::zero},
+    {.schema = "to.dtype(Tensor self, ScalarType dtype) -> Tensor",
+     .decomposition = &to_dtype_composite},
+    {.schema = "contiguous(Tensor self) -> Tensor", .decomposition = &contiguous_composite},
+});
 
 }  // namespace
 

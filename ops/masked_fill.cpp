@@ -1,8 +1,9 @@
 // masked_fill(_): self with the positions where a Bool mask is true set to a
 // value. Pointwise in self and mask (the out-of-place form broadcasts them
-// together), so one boxed pointwise rule batches both forms.
-#include "dispatcher/library.h"
+// together).
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/indexing.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -26,12 +27,17 @@ void check_masked_fill(const Tensor& self, const Tensor& mask, const Scalar& val
                self.dtype(), " tensor with the floating-point value ", value);
 }
 
-// Like PyTorch, the out-of-place form broadcasts self and mask together.
-Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
+// Like PyTorch, the out-of-place form broadcasts self and mask together; the
+// result keeps self's dtype.
+DimVector masked_fill_sizes(const Tensor& self, const Tensor& mask, const Scalar& value) {
   const char* op = "strata::masked_fill";
   check_masked_fill(self, mask, value, op);
-  const DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), op);
-  Tensor out = make_empty_tensor(shape, self.dtype(), self.device(), op);
+  return broadcast_shapes(self.sizes(), mask.sizes(), op);
+}
+
+Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  Tensor out = make_empty_tensor(masked_fill_sizes(self, mask, value), self.dtype(),
+                                 self.device(), "strata::masked_fill");
   cpu::masked_fill_kernel(out, self, mask, value);
   return out;
 }
@@ -47,16 +53,6 @@ const Tensor& masked_fill__cpu(const Tensor& self, const Tensor& mask, const Sca
   return self;
 }
 
-STRATA_LIBRARY(strata, m) {
-  m.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor");
-  m.def("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("masked_fill.Scalar", &masked_fill_cpu);
-  m.impl("masked_fill_.Scalar", &masked_fill__cpu);
-}
-
 // ---- derivatives (Note [Derivative formulas]): filled positions no longer
 // depend on self; the mask never gets a gradient.
 
@@ -70,20 +66,35 @@ void masked_fill_forward(ForwardContext& c) {
   if (c.has_tangent(0)) c.set_tangent(0, c.tangent(0).masked_fill(c.input(1), 0));
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  const KernelFunction masked_fill = autograd::derivative({.backward = &masked_fill_backward,
-                                                           .forward = &masked_fill_forward,
-                                                           .saved_inputs = autograd::args(1)});
-  m.impl("masked_fill.Scalar", masked_fill);
-  m.impl("masked_fill_.Scalar", masked_fill);
+// ---- the rows (Note [One op, one place]): a select between self and the value,
+// zero FLOPs; one boxed pointwise rule batches both forms.
+
+KernelFunction masked_fill_derivative() {
+  return autograd::derivative({.backward = &masked_fill_backward,
+                               .forward = &masked_fill_forward,
+                               .saved_inputs = autograd::args(1)});
 }
 
-// ---- batching rules (Note [Batching rules]).
-
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("masked_fill.Scalar", batching::pointwise_batch_rule());
-  m.impl("masked_fill_.Scalar", batching::pointwise_batch_rule());
+MetaList masked_fill_shape(OpArgs args) {
+  const Tensor& self = shape::tensor_arg(args, 0);
+  return shape::single(masked_fill_sizes(self, shape::tensor_arg(args, 1), args[2].to_scalar()),
+                       self.dtype());
 }
+
+const OpFamily kMaskedFillOps("masked_fill", {
+    {.schema = "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+     .cpu = &masked_fill_cpu,
+     .derivative = masked_fill_derivative(),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &masked_fill_shape,
+     .flops = &flops::zero},
+    {.schema = "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
+     .cpu = &masked_fill__cpu,
+     .derivative = masked_fill_derivative(),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
+     .flops = &flops::zero},
+});
 
 }  // namespace
 

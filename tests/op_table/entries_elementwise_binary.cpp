@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/elementwise_backward.h"
 #include "tests/op_table/elementwise_entries.h"
 #include "tests/op_table/op_info.h"
 #include "tests/op_table/reference.h"

@@ -1,5 +1,5 @@
-// Op-table entries: elementwise unary ops, clamp, pow with a Scalar exponent, and
-// the copies (clone, to, contiguous).
+// Op-table entries: elementwise unary ops, clamp, pow with a Scalar exponent, fill_
+// and the copies (clone, to, contiguous).
 #include <cmath>
 #include <numbers>
 #include <sstream>
@@ -134,6 +134,17 @@ OpInfo to_entry(ScalarType target) {
   return info;
 }
 
+// fill_ on a copy of the input: every element becomes the value, whose gradient
+// and tangent are zero.
+OpInfo fill_entry(const Scalar& value, std::vector<ScalarType> dtypes) {
+  std::ostringstream name;
+  name << "fill_(" << value << ")";
+  OpInfo info = unary_entry(
+      name.str(), nullptr, [v = value.to_double()](double) { return v; }, std::move(dtypes),
+      Result::SameDtype);
+  return in_place_entry(std::move(info), name.str(), [value](const Tensor& x) { x.fill_(value); });
+}
+
 }  // namespace
 
 STRATA_OP_INFOS(elementwise_unary) {
@@ -239,6 +250,9 @@ STRATA_OP_INFOS(elementwise_unary) {
                      [](const Tensor& x) { x.clamp_(std::nullopt, 0.5); }));
   infos.back().dtypes = floating_dtypes();  // a float bound cannot be written into Int64
 
+  add(fill_entry(2.5, floating_dtypes()));
+  add(fill_entry(-3, numeric_dtypes()));
+  add(fill_entry(true, all_dtypes()));
   add(unary_entry(
       "clone", [](const Tensor& x) { return x.clone(); }, [](double x) { return x; }, all_dtypes(),
       same));

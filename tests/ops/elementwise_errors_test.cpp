@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <strata/strata.h>
 
+#include "ops/elementwise_backward.h"
 #include "tensor/shape_inference.h"
 #include "tests/test_support.h"
 

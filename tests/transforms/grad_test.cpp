@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "ops/elementwise_backward.h"
 #include "tests/test_support.h"
 
 namespace strata {
