@@ -1,10 +1,13 @@
 // Binary elementwise operators: arithmetic (out-of-place and in-place),
-// comparisons, logical and/or, and where; broadcasting and type promotion, with
+// atan2, comparisons, logical and/or, and where; broadcasting and type promotion, with
 // C++ numbers taking part as wrapped numbers.
+#include <cmath>
+
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/elementwise_map.h"
 #include "ops/elementwise_backward.h"
 #include "ops/elementwise_util.h"
-#include "dispatcher/op_def.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -125,6 +128,17 @@ Tensor compare_cpu(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// atan2(a, b): the angle of the point (b, a), in the floating dtype of div.
+Tensor atan2_cpu(const Tensor& a, const Tensor& b) {
+  const char* name = "strata::atan2";
+  const ScalarType dtype = elementwise::floating_dtype(result_type(a, b));
+  Tensor out =
+      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype, a.device(), name);
+  cpu::binary_floating_map(out, InDtype(a, dtype), InDtype(b, dtype), name,
+                           [](auto y, auto x) { return std::atan2(y, x); });
+  return out;
+}
+
 Tensor where_cpu(const Tensor& condition, const Tensor& a, const Tensor& b) {
   STRATA_CHECK(condition.dtype() == kBool, "strata::where", "condition must be a Bool tensor, got ",
                condition.dtype());
@@ -239,6 +253,17 @@ struct PowPartials {
     // taken of 1 there, so no -inf reaches an outer grad either.
     const Tensor safe_base = where(at_zero, ones_like(base), base);
     return t * c.output() * safe_base.log();
+  }
+};
+
+// d atan2(a, b) = (b da - a db) / (a^2 + b^2).
+struct Atan2Partials {
+  template <class C>
+  static Tensor apply(const C& c, size_t arg, const Tensor& t) {
+    const Tensor& a = c.input(0);
+    const Tensor& b = c.input(1);
+    const Tensor norm2 = a * a + b * b;
+    return arg == 0 ? t * b / norm2 : -(t * a) / norm2;
   }
 };
 
@@ -359,6 +384,12 @@ const OpFamily kBinaryOps("elementwise_binary", {
      .batching = kRule<static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&strata::pow)>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
+    {.schema = "atan2(Tensor self, Tensor other) -> Tensor",
+     .cpu = &atan2_cpu,
+     .derivative = by_partials<Atan2Partials>(args(0, 1)),
+     .batching = kMethodRule<&Tensor::atan2>,
+     .shape = &shape::pointwise_floating,
+     .flops = kOnePerElement},
     {.schema = "maximum(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Maximum>,
      .derivative = by_partials<SelectPartials<true>>(args(0, 1)),
@@ -435,6 +466,9 @@ Tensor Tensor::div(const Tensor& other) const { return strata::div(*this, other)
 Tensor Tensor::pow(const Tensor& exponent) const { return strata::pow(*this, exponent); }
 Tensor Tensor::maximum(const Tensor& other) const { return strata::maximum(*this, other); }
 Tensor Tensor::minimum(const Tensor& other) const { return strata::minimum(*this, other); }
+Tensor Tensor::atan2(const Tensor& other) const {
+  return STRATA_OP("strata::atan2", "", BinarySig).call(*this, other);
+}
 Tensor Tensor::eq(const Tensor& other) const {
   return STRATA_OP("strata::eq", "Tensor", BinarySig).call(*this, other);
 }

@@ -89,6 +89,7 @@ class Tensor {
   Tensor pow(const Tensor& exponent) const;
   Tensor maximum(const Tensor& other) const;
   Tensor minimum(const Tensor& other) const;
+  Tensor atan2(const Tensor& other) const;  // the angle of (other, self), as std::atan2
   Tensor eq(const Tensor& other) const;
   Tensor ne(const Tensor& other) const;
   Tensor lt(const Tensor& other) const;

@@ -220,6 +220,11 @@ STRATA_OP_INFOS(elementwise_binary) {
   add_info(binary_entry(
       "maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
       [](double a, double b) { return a > b ? a : b; }, all_dtypes()));
+  // Integer inputs compute in Float32, as div does.
+  add_info(binary_entry(
+      "atan2", [](const Tensor& a, const Tensor& b) { return a.atan2(b); },
+      [](double a, double b) { return std::atan2(a, b); }, all_dtypes(), -2.0, 2.0,
+      /*floating_result=*/true));
   add_info(binary_entry(
       "minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },
       [](double a, double b) { return a < b ? a : b; }, all_dtypes()));
