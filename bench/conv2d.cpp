@@ -7,6 +7,7 @@
 #include <strata/strata.h>
 
 #include "bench_support.h"
+#include "ops/nn_backward.h"
 
 namespace st = strata;
 namespace nn = strata::nn;

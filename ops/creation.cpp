@@ -11,8 +11,9 @@
 #include <cstring>
 #include <limits>
 
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "ops/factory_backend_select.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -106,14 +107,36 @@ int64_t arange_length(const Scalar& start, const Scalar& end, const Scalar& step
   return static_cast<int64_t>(length);
 }
 
-Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step,
-                  std::optional<ScalarType> dtype, std::optional<Device> device) {
+// Each factory's checks, shared by its kernel and its shape function; they give
+// the output's sizes and dtype.
+
+TensorMeta arange_checked(const Scalar& start, const Scalar& end, const Scalar& step,
+                          std::optional<ScalarType> dtype) {
   const bool all_integral =
       !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   const ScalarType out_dtype = dtype.value_or(all_integral ? kInt64 : kFloat32);
   check_numeric_dtype(out_dtype, "strata::arange");
-  const int64_t length = arange_length(start, end, step);
-  Tensor out = make_empty_tensor({length}, out_dtype, device.value_or(kCPU), "strata::arange");
+  return {{arange_length(start, end, step)}, out_dtype};
+}
+
+TensorMeta linspace_checked(int64_t steps, std::optional<ScalarType> dtype) {
+  STRATA_CHECK(steps >= 0, "strata::linspace", "number of steps must be non-negative, got ", steps);
+  const ScalarType out_dtype = dtype.value_or(kFloat32);
+  check_numeric_dtype(out_dtype, "strata::linspace");
+  return {{steps}, out_dtype};
+}
+
+TensorMeta eye_checked(int64_t n, std::optional<int64_t> m, std::optional<ScalarType> dtype) {
+  const int64_t cols = m.value_or(n);
+  STRATA_CHECK(n >= 0 && cols >= 0, "strata::eye", "n and m must be non-negative, got n=", n,
+               ", m=", cols);
+  return {{n, cols}, dtype.value_or(kFloat32)};
+}
+
+Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step,
+                  std::optional<ScalarType> dtype, std::optional<Device> device) {
+  const TensorMeta meta = arange_checked(start, end, step, dtype);
+  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, device.value_or(kCPU), "strata::arange");
   cpu::arange_kernel(out, start, step);
   return out;
 }
@@ -125,21 +148,16 @@ Tensor arange_end_composite(const Scalar& end, std::optional<ScalarType> dtype,
 
 Tensor linspace_cpu(const Scalar& start, const Scalar& end, int64_t steps,
                     std::optional<ScalarType> dtype, std::optional<Device> device) {
-  STRATA_CHECK(steps >= 0, "strata::linspace", "number of steps must be non-negative, got ", steps);
-  const ScalarType out_dtype = dtype.value_or(kFloat32);
-  check_numeric_dtype(out_dtype, "strata::linspace");
-  Tensor out = make_empty_tensor({steps}, out_dtype, device.value_or(kCPU), "strata::linspace");
+  const TensorMeta meta = linspace_checked(steps, dtype);
+  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, device.value_or(kCPU), "strata::linspace");
   cpu::linspace_kernel(out, start, end);
   return out;
 }
 
 Tensor eye_cpu(int64_t n, std::optional<int64_t> m, std::optional<ScalarType> dtype,
                std::optional<Device> device) {
-  const int64_t cols = m.value_or(n);
-  STRATA_CHECK(n >= 0 && cols >= 0, "strata::eye", "n and m must be non-negative, got n=", n,
-               ", m=", cols);
-  Tensor out =
-      make_empty_tensor({n, cols}, dtype.value_or(kFloat32), device.value_or(kCPU), "strata::eye");
+  const TensorMeta meta = eye_checked(n, m, dtype);
+  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, device.value_or(kCPU), "strata::eye");
   cpu::eye_kernel(out);
   return out;
 }
@@ -162,81 +180,22 @@ Tensor ones_like_composite(const Tensor& like, std::optional<ScalarType> dtype) 
   return out;
 }
 
-Tensor full_like_composite(const Tensor& like, const Scalar& value,
+// full_like's dtype, which must hold the value; shared with its shape function.
+ScalarType full_like_dtype(const Tensor& like, const Scalar& value,
                            std::optional<ScalarType> dtype) {
   const ScalarType out_dtype = dtype.value_or(like.dtype());
   STRATA_CHECK(is_floating_point(out_dtype) || !value.is_floating_point(), "strata::full_like",
                "cannot fill a ", out_dtype, " tensor (like one of shape ",
                shape_string(like.sizes()), ") with the floating-point value ", value,
                "; pass a floating dtype");
-  Tensor out = empty_like(like, out_dtype);
+  return out_dtype;
+}
+
+Tensor full_like_composite(const Tensor& like, const Scalar& value,
+                           std::optional<ScalarType> dtype) {
+  Tensor out = empty_like(like, full_like_dtype(like, value, dtype));
   out.fill_(value);
   return out;
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def("empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def(
-      "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> "
-      "Tensor");
-  m.def("arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def(
-      "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, "
-      "Device? device=None) -> Tensor");
-  m.def(
-      "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, "
-      "Device? device=None) -> Tensor");
-  m.def("eye(int n, int? m=None, *, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor");
-  m.def("zeros_like(Tensor self, *, ScalarType? dtype=None) -> Tensor");
-  m.def("ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor");
-  m.def("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, BackendSelect, m) {
-  m.impl("empty", &FactoryBackendSelect<kEmpty, kNoOverload, FactorySig>::kernel);
-  m.impl("arange.start_step", &FactoryBackendSelect<kArange, kStartStep, ArangeSig>::kernel);
-  m.impl("linspace", &FactoryBackendSelect<kLinspace, kNoOverload, LinspaceSig>::kernel);
-  m.impl("eye", &FactoryBackendSelect<kEye, kNoOverload, EyeSig>::kernel);
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("empty", &empty_cpu);
-  m.impl("arange.start_step", &arange_cpu);
-  m.impl("linspace", &linspace_cpu);
-  m.impl("eye", &eye_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, CompositeExplicitAutograd, m) {
-  m.impl("zeros", &zeros_composite);
-  m.impl("ones", &ones_composite);
-  m.impl("full", &full_composite);
-  m.impl("empty_like", &empty_like_composite);
-  m.impl("zeros_like", &zeros_like_composite);
-  m.impl("ones_like", &ones_like_composite);
-  m.impl("full_like", &full_like_composite);
-}
-
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
-  m.impl("arange", &arange_end_composite);
-}
-
-// A tensor made like another takes its shape, never its values: no gradient.
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  for (const char* name : {"empty_like", "zeros_like", "ones_like", "full_like"}) {
-    m.impl(name, autograd::non_differentiable());
-  }
-}
-
-// A tensor made like a batched one is batched like it, as a unary pointwise op's
-// output. The boxed rule puts the batch first, so that each sample is contiguous,
-// as a new tensor is (a view of it, as of a clone, must work).
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  for (const char* name : {"empty_like", "zeros_like", "ones_like", "full_like"}) {
-    m.impl(name, batching::pointwise_batch_rule());
-  }
 }
 
 template <class T>
@@ -251,6 +210,118 @@ Tensor tensor_from_values(const T* values, size_t count, IntArrayRef shape) {
   for (size_t i = 0; i < count; ++i) data[i] = values[i];
   return out;
 }
+
+// ---- the rows (Note [One op, one place]) ----------------------------------------
+// A factory's shape function reads its size and dtype arguments. No factory does
+// arithmetic on data: 0 FLOPs. Those without tensor inputs are never reached by grad
+// or vmap (no tensor carries an Autograd or Batched key into the call).
+
+MetaList factory_shape(OpArgs args) {
+  return shape::single(args[0].to_int_list(), dtype_arg(args[1]).value_or(kFloat32));
+}
+
+MetaList full_shape(OpArgs args) {
+  return shape::single(args[0].to_int_list(),
+                       dtype_arg(args[2]).value_or(default_dtype_for(args[1].to_scalar())));
+}
+
+MetaList arange_shape(OpArgs args) {
+  return {arange_checked(args[0].to_scalar(), args[1].to_scalar(), args[2].to_scalar(),
+                         dtype_arg(args[3]))};
+}
+
+MetaList linspace_shape(OpArgs args) {
+  return {linspace_checked(args[2].to_int(), dtype_arg(args[3]))};
+}
+
+MetaList eye_shape(OpArgs args) {
+  const std::optional<int64_t> m =
+      args[1].is_none() ? std::nullopt : std::optional<int64_t>(args[1].to_int());
+  return {eye_checked(args[0].to_int(), m, dtype_arg(args[2]))};
+}
+
+MetaList like_shape(OpArgs args) {
+  const Tensor& like = shape::tensor_arg(args, 0);
+  return shape::single(like.sizes(), dtype_arg(args[1]).value_or(like.dtype()));
+}
+
+MetaList full_like_shape(OpArgs args) {
+  const Tensor& like = shape::tensor_arg(args, 0);
+  return shape::single(like.sizes(),
+                       full_like_dtype(like, args[1].to_scalar(), dtype_arg(args[2])));
+}
+
+constexpr Absent kNoTensorInputGradient{"no tensor inputs: nothing to differentiate"};
+constexpr Absent kNoTensorInputBatching{"no tensor inputs: never called with a batched tensor"};
+
+// A factory whose values need a kernel of its own.
+OpDef kernel_factory(const char* schema, Kernel cpu, Kernel backend_select, ShapeFn shape) {
+  return {.schema = schema,
+          .cpu = std::move(cpu),
+          .backend_select = std::move(backend_select),
+          .derivative = kNoTensorInputGradient,
+          .batching = kNoTensorInputBatching,
+          .shape = shape,
+          .flops = &flops::zero};
+}
+
+// A factory of one value everywhere: `empty` and fill_.
+OpDef filled_factory(const char* schema, Kernel all_backends, ShapeFn shape) {
+  return {.schema = schema,
+          .all_backends = std::move(all_backends),
+          .derivative = kNoTensorInputGradient,
+          .batching = kNoTensorInputBatching,
+          .shape = shape,
+          .flops = &flops::zero};
+}
+
+// A tensor made like another takes its shape, never its values: no gradient. It is
+// batched like `like`, as a unary pointwise op's output; the boxed rule puts the
+// batch first, so that each sample is contiguous, as a new tensor is (a view of it,
+// as of a clone, must work).
+OpDef like_factory(const char* schema, Kernel all_backends, ShapeFn shape) {
+  return {.schema = schema,
+          .all_backends = std::move(all_backends),
+          .derivative = {autograd::non_differentiable(), "takes like's shape, not its values"},
+          .batching = batching::pointwise_batch_rule(),
+          .shape = shape,
+          .flops = &flops::zero};
+}
+
+const OpFamily kCreationOps("creation", {
+    kernel_factory("empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+                   &empty_cpu, &FactoryBackendSelect<kEmpty, kNoOverload, FactorySig>::kernel,
+                   &factory_shape),
+    filled_factory("zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+                   &zeros_composite, &factory_shape),
+    filled_factory("ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+                   &ones_composite, &factory_shape),
+    filled_factory("full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, "
+                   "Device? device=None) -> Tensor",
+                   &full_composite, &full_shape),
+    {.schema = "arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+     .decomposition = &arange_end_composite},
+    kernel_factory("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, "
+                   "ScalarType? dtype=None, Device? device=None) -> Tensor",
+                   &arange_cpu, &FactoryBackendSelect<kArange, kStartStep, ArangeSig>::kernel,
+                   &arange_shape),
+    kernel_factory("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, "
+                   "Device? device=None) -> Tensor",
+                   &linspace_cpu,
+                   &FactoryBackendSelect<kLinspace, kNoOverload, LinspaceSig>::kernel,
+                   &linspace_shape),
+    kernel_factory("eye(int n, int? m=None, *, ScalarType? dtype=None, Device? device=None) -> "
+                   "Tensor",
+                   &eye_cpu, &FactoryBackendSelect<kEye, kNoOverload, EyeSig>::kernel, &eye_shape),
+    like_factory("empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+                 &empty_like_composite, &like_shape),
+    like_factory("zeros_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+                 &zeros_like_composite, &like_shape),
+    like_factory("ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+                 &ones_like_composite, &like_shape),
+    like_factory("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor",
+                 &full_like_composite, &full_like_shape),
+});
 
 }  // namespace
 

@@ -2,7 +2,8 @@
 
 // The BackendSelect kernel of a factory operator: a factory has no tensor argument
 // to name a backend, so its `Device? device` option (the last argument of every
-// factory schema) picks the backend key before the call reaches the kernels.
+// factory schema) picks the backend key before the call reaches the kernels. Also
+// the factories' `ScalarType? dtype` option as their shape functions read it.
 
 #include <optional>
 #include <tuple>
@@ -28,5 +29,11 @@ struct FactoryBackendSelect<kName, kOverload, Tensor(Args...)> {
                          args...);
   }
 };
+
+// A boxed `ScalarType?` argument.
+inline std::optional<ScalarType> dtype_arg(const IValue& v) {
+  if (v.is_none()) return std::nullopt;
+  return v.to_scalar_type();
+}
 
 }  // namespace strata

@@ -1,8 +1,8 @@
 #pragma once
 
-// Neural-network operators (ops/nn_*.cpp), in strata::nn as in DESIGN.md. Each
-// operator with a backward op declares it next to the forward one: the gradient
-// transforms call them.
+// Neural-network operators (ops/nn_*.cpp, ops/softmax.cpp), in strata::nn as in
+// DESIGN.md. Their backward ops, which only the derivative formulas call, are
+// declared in ops/nn_backward.h.
 
 #include <cstdint>
 #include <optional>
@@ -26,12 +26,6 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Ten
               int64_t groups = 1);
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
               int64_t stride, int64_t padding = 0);
-Tensor conv2d_backward_input(const Tensor& grad_output, IntArrayRef input_sizes,
-                             const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
-                             IntArrayRef dilation, int64_t groups);
-Tensor conv2d_backward_weight(const Tensor& grad_output, const Tensor& input,
-                              IntArrayRef weight_sizes, IntArrayRef stride, IntArrayRef padding,
-                              IntArrayRef dilation, int64_t groups);
 
 // stride defaults to kernel_size.
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
@@ -41,16 +35,11 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArray
                                                    IntArrayRef stride = {},
                                                    IntArrayRef padding = {0},
                                                    IntArrayRef dilation = {1});
-Tensor max_pool2d_backward(const Tensor& grad_output, const Tensor& input, const Tensor& indices);
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = {0});
-Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
-                           IntArrayRef stride, IntArrayRef padding);
 
 Tensor softmax(const Tensor& input, int64_t dim);
 Tensor log_softmax(const Tensor& input, int64_t dim);
-Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim);
-Tensor log_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim);
 
 // input [N, C] log-probabilities, target [N] class indices (Int64).
 Tensor nll_loss(const Tensor& input, const Tensor& target,

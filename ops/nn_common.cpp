@@ -71,4 +71,15 @@ void check_same_dtype(const Tensor& t, ScalarType expected, const char* op, cons
                expected);
 }
 
+int64_t numel(IntArrayRef sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+std::optional<Tensor> optional_tensor_arg(OpArgs args, size_t i) {
+  if (args[i].is_none()) return std::nullopt;
+  return args[i].to_tensor();
+}
+
 }  // namespace strata::nn_detail

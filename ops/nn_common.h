@@ -2,12 +2,14 @@
 
 // Argument handling shared by the neural-network operators (ops/nn_*.cpp,
 // ops/softmax.cpp): the kernels under kernels/cpu/ take contiguous tensors of one
-// floating dtype, and these helpers get the arguments into that form or say why not.
+// floating dtype, and these helpers get the arguments into that form or say why not;
+// the shape functions and FLOP counts of the rows read the boxed arguments with them.
 
 #include <array>
 #include <cstdint>
 #include <optional>
 
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/window2d.h"
 #include "tensor/tensor.h"
 
@@ -32,5 +34,10 @@ cpu::Window2d sliding_window(IntArrayRef input_sizes, IntArrayRef kernel, IntArr
 void check_floating(const Tensor& t, const char* op, const char* what);
 // Throws unless t has dtype `expected`; `what` names t in the message.
 void check_same_dtype(const Tensor& t, ScalarType expected, const char* op, const char* what);
+
+// The number of elements of a tensor of these sizes.
+int64_t numel(IntArrayRef sizes);
+// Boxed argument i of a `Tensor?` parameter.
+std::optional<Tensor> optional_tensor_arg(OpArgs args, size_t i);
 
 }  // namespace strata::nn_detail

@@ -2,9 +2,11 @@
 // conv2d_backward_weight (kernels in kernels/cpu/conv.cpp).
 #include <utility>
 
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/conv.h"
+#include "ops/nn_backward.h"
 #include "ops/nn_common.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -18,6 +20,7 @@ namespace {
 using nn_detail::check_floating;
 using nn_detail::check_same_dtype;
 using nn_detail::contiguous;
+using nn_detail::numel;
 using nn_detail::sliding_window;
 
 using Conv2dSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef,
@@ -58,17 +61,23 @@ cpu::Conv2dGeometry conv_geometry(IntArrayRef input_sizes, IntArrayRef weight_si
   return g;
 }
 
+DimVector output_sizes(const cpu::Conv2dGeometry& g) {
+  return {g.batch, g.out_channels, g.out_h, g.out_w};
+}
+
 void check_grad_output(const Tensor& grad_output, const cpu::Conv2dGeometry& g, ScalarType dtype,
                        const char* op) {
   check_same_dtype(grad_output, dtype, op, "grad_output");
-  const std::vector<int64_t> expected{g.batch, g.out_channels, g.out_h, g.out_w};
+  const DimVector expected = output_sizes(g);
   STRATA_CHECK(grad_output.sizes() == IntArrayRef(expected), op, "grad_output has shape ",
                shape_string(grad_output.sizes()), " but the convolution's output has shape ",
                shape_string(expected));
 }
 
-Tensor conv2d_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
-                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+// Each op's checks, shared by its kernel and its shape function.
+cpu::Conv2dGeometry conv2d_checked(const Tensor& input, const Tensor& weight,
+                                   const std::optional<Tensor>& bias, IntArrayRef stride,
+                                   IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   constexpr const char* op = "strata::conv2d";
   const cpu::Conv2dGeometry g =
       conv_geometry(input.sizes(), weight.sizes(), stride, padding, dilation, groups, op);
@@ -79,8 +88,38 @@ Tensor conv2d_cpu(const Tensor& input, const Tensor& weight, const std::optional
     STRATA_CHECK(bias->dim() == 1 && bias->sizes()[0] == g.out_channels, op, "bias has shape ",
                  shape_string(bias->sizes()), ", expected [", g.out_channels, "]");
   }
-  Tensor out = make_empty_tensor({g.batch, g.out_channels, g.out_h, g.out_w}, input.dtype(),
-                                 input.device(), op);
+  return g;
+}
+
+cpu::Conv2dGeometry backward_input_checked(const Tensor& grad_output, IntArrayRef input_sizes,
+                                           const Tensor& weight, IntArrayRef stride,
+                                           IntArrayRef padding, IntArrayRef dilation,
+                                           int64_t groups) {
+  constexpr const char* op = "strata::conv2d_backward_input";
+  const cpu::Conv2dGeometry g =
+      conv_geometry(input_sizes, weight.sizes(), stride, padding, dilation, groups, op);
+  check_floating(weight, op, "weight");
+  check_grad_output(grad_output, g, weight.dtype(), op);
+  return g;
+}
+
+cpu::Conv2dGeometry backward_weight_checked(const Tensor& grad_output, const Tensor& input,
+                                            IntArrayRef weight_sizes, IntArrayRef stride,
+                                            IntArrayRef padding, IntArrayRef dilation,
+                                            int64_t groups) {
+  constexpr const char* op = "strata::conv2d_backward_weight";
+  const cpu::Conv2dGeometry g =
+      conv_geometry(input.sizes(), weight_sizes, stride, padding, dilation, groups, op);
+  check_floating(input, op, "input");
+  check_grad_output(grad_output, g, input.dtype(), op);
+  return g;
+}
+
+Tensor conv2d_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  const cpu::Conv2dGeometry g =
+      conv2d_checked(input, weight, bias, stride, padding, dilation, groups);
+  Tensor out = make_empty_tensor(output_sizes(g), input.dtype(), input.device(), "strata::conv2d");
   const std::optional<Tensor> bias_data = contiguous(bias);
   cpu::conv2d_forward_kernel(out, contiguous(input), contiguous(weight),
                              bias_data ? &*bias_data : nullptr, g);
@@ -90,12 +129,10 @@ Tensor conv2d_cpu(const Tensor& input, const Tensor& weight, const std::optional
 Tensor conv2d_backward_input_cpu(const Tensor& grad_output, IntArrayRef input_sizes,
                                  const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
                                  IntArrayRef dilation, int64_t groups) {
-  constexpr const char* op = "strata::conv2d_backward_input";
   const cpu::Conv2dGeometry g =
-      conv_geometry(input_sizes, weight.sizes(), stride, padding, dilation, groups, op);
-  check_floating(weight, op, "weight");
-  check_grad_output(grad_output, g, weight.dtype(), op);
-  Tensor grad_input = make_empty_tensor(input_sizes, weight.dtype(), weight.device(), op);
+      backward_input_checked(grad_output, input_sizes, weight, stride, padding, dilation, groups);
+  Tensor grad_input = make_empty_tensor(input_sizes, weight.dtype(), weight.device(),
+                                        "strata::conv2d_backward_input");
   cpu::conv2d_backward_input_kernel(grad_input, contiguous(grad_output), contiguous(weight), g);
   return grad_input;
 }
@@ -103,32 +140,12 @@ Tensor conv2d_backward_input_cpu(const Tensor& grad_output, IntArrayRef input_si
 Tensor conv2d_backward_weight_cpu(const Tensor& grad_output, const Tensor& input,
                                   IntArrayRef weight_sizes, IntArrayRef stride, IntArrayRef padding,
                                   IntArrayRef dilation, int64_t groups) {
-  constexpr const char* op = "strata::conv2d_backward_weight";
   const cpu::Conv2dGeometry g =
-      conv_geometry(input.sizes(), weight_sizes, stride, padding, dilation, groups, op);
-  check_floating(input, op, "input");
-  check_grad_output(grad_output, g, input.dtype(), op);
-  Tensor grad_weight = make_empty_tensor(weight_sizes, input.dtype(), input.device(), op);
+      backward_weight_checked(grad_output, input, weight_sizes, stride, padding, dilation, groups);
+  Tensor grad_weight = make_empty_tensor(weight_sizes, input.dtype(), input.device(),
+                                         "strata::conv2d_backward_weight");
   cpu::conv2d_backward_weight_kernel(grad_weight, contiguous(grad_output), contiguous(input), g);
   return grad_weight;
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def(
-      "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, "
-      "int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor");
-  m.def(
-      "conv2d_backward_input(Tensor grad_output, int[4] input_sizes, Tensor weight, "
-      "int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor");
-  m.def(
-      "conv2d_backward_weight(Tensor grad_output, Tensor input, int[4] weight_sizes, "
-      "int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("conv2d", &conv2d_cpu);
-  m.impl("conv2d_backward_input", &conv2d_backward_input_cpu);
-  m.impl("conv2d_backward_weight", &conv2d_backward_weight_cpu);
 }
 
 // ---- derivatives (Note [Derivative formulas])
@@ -226,18 +243,6 @@ void conv2d_backward_weight_forward(ForwardContext& c) {
                   return conv2d_backward_weight(grad, input, weight_sizes, p.stride, p.padding,
                                                 p.dilation, p.groups);
                 }));
-}
-
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("conv2d", derivative({.backward = &conv2d_backward,
-                               .forward = &conv2d_forward,
-                               .saved_inputs = args(0, 1)}));
-  m.impl("conv2d_backward_input", derivative({.backward = &conv2d_backward_input_backward,
-                                              .forward = &conv2d_backward_input_forward,
-                                              .saved_inputs = args(0, 2)}));
-  m.impl("conv2d_backward_weight", derivative({.backward = &conv2d_backward_weight_backward,
-                                               .forward = &conv2d_backward_weight_forward,
-                                               .saved_inputs = args(0, 1)}));
 }
 
 // ---- batching rules (Note [Batching rules])
@@ -411,11 +416,84 @@ Tensor conv2d_backward_weight_batched(const Tensor& grad_output, const Tensor& i
       batch_dim, at.level);
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("conv2d", &conv2d_batched);
-  m.impl("conv2d_backward_input", &conv2d_backward_input_batched);
-  m.impl("conv2d_backward_weight", &conv2d_backward_weight_batched);
+// ---- the rows (Note [One op, one place]) ----
+// The shape functions run each op's own checks. A convolution, and either of its
+// adjoints, does one multiply-add (2 FLOPs) per pair of an element of the
+// convolution's output and an element of the weight's filter for that output
+// channel, [C / groups, kH, kW]; the bias adds 1 per output element.
+
+MetaList conv2d_shape(OpArgs args) {
+  const Tensor& input = shape::tensor_arg(args, 0);
+  const ConvParams p = conv_params(autograd::FormulaArguments(args.data()));
+  const cpu::Conv2dGeometry g =
+      conv2d_checked(input, shape::tensor_arg(args, 1), nn_detail::optional_tensor_arg(args, 2),
+                     p.stride, p.padding, p.dilation, p.groups);
+  return shape::single(output_sizes(g), input.dtype());
 }
+
+MetaList conv2d_backward_input_shape(OpArgs args) {
+  const Tensor& weight = shape::tensor_arg(args, 2);
+  const IntArrayRef input_sizes = args[1].to_int_list();
+  const ConvParams p = conv_params(autograd::FormulaArguments(args.data()));
+  backward_input_checked(shape::tensor_arg(args, 0), input_sizes, weight, p.stride, p.padding,
+                         p.dilation, p.groups);
+  return shape::single(input_sizes, weight.dtype());
+}
+
+MetaList conv2d_backward_weight_shape(OpArgs args) {
+  const Tensor& input = shape::tensor_arg(args, 1);
+  const IntArrayRef weight_sizes = args[2].to_int_list();
+  const ConvParams p = conv_params(autograd::FormulaArguments(args.data()));
+  backward_weight_checked(shape::tensor_arg(args, 0), input, weight_sizes, p.stride, p.padding,
+                          p.dilation, p.groups);
+  return shape::single(weight_sizes, input.dtype());
+}
+
+int64_t products(IntArrayRef output_sizes, IntArrayRef weight_sizes) {
+  return 2 * numel(output_sizes) * numel(IntArrayRef(weight_sizes.data() + 1, 3));
+}
+
+int64_t conv2d_flops(OpArgs args, const MetaList& outputs) {
+  const int64_t bias = args[2].is_none() ? 0 : numel(outputs.at(0).sizes);
+  return products(outputs.at(0).sizes, shape::tensor_arg(args, 1).sizes()) + bias;
+}
+
+int64_t conv2d_backward_input_flops(OpArgs args, const MetaList&) {
+  return products(shape::tensor_arg(args, 0).sizes(), shape::tensor_arg(args, 2).sizes());
+}
+
+int64_t conv2d_backward_weight_flops(OpArgs args, const MetaList& outputs) {
+  return products(shape::tensor_arg(args, 0).sizes(), outputs.at(0).sizes);
+}
+
+const OpFamily kConvOps("nn_conv", {
+    {.schema = "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, "
+               "int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor",
+     .cpu = &conv2d_cpu,
+     .derivative = derivative(
+         {.backward = &conv2d_backward, .forward = &conv2d_forward, .saved_inputs = args(0, 1)}),
+     .batching = &conv2d_batched,
+     .shape = &conv2d_shape,
+     .flops = &conv2d_flops},
+    {.schema = "conv2d_backward_input(Tensor grad_output, int[4] input_sizes, Tensor weight, "
+               "int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+     .cpu = &conv2d_backward_input_cpu,
+     .derivative = derivative({.backward = &conv2d_backward_input_backward,
+                               .forward = &conv2d_backward_input_forward,
+                               .saved_inputs = args(0, 2)}),
+     .batching = &conv2d_backward_input_batched,
+     .shape = &conv2d_backward_input_shape,
+     .flops = &conv2d_backward_input_flops},
+    {.schema = "conv2d_backward_weight(Tensor grad_output, Tensor input, int[4] weight_sizes, "
+               "int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+     .cpu = &conv2d_backward_weight_cpu,
+     .derivative = derivative({.backward = &conv2d_backward_weight_backward,
+                               .forward = &conv2d_backward_weight_forward,
+                               .saved_inputs = args(0, 1)}),
+     .batching = &conv2d_backward_weight_batched,
+     .shape = &conv2d_backward_weight_shape,
+     .flops = &conv2d_backward_weight_flops},
+});
 
 }  // namespace
 

@@ -1,9 +1,10 @@
 // Losses: nll_loss and mse_loss (kernels in kernels/cpu/loss.cpp), and cross_entropy
 // as log_softmax followed by nll_loss.
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/loss.h"
 #include "ops/nn_common.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -27,8 +28,10 @@ void check_reduction(int64_t reduction, const char* op) {
                "2 (sum), got ", reduction);
 }
 
-Tensor nll_loss_cpu(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
-                    int64_t reduction, int64_t ignore_index) {
+// Each op's checks, shared by its kernel and its shape function; they give the
+// output's sizes (and mse_loss's dtype).
+DimVector nll_loss_checked(const Tensor& input, const Tensor& target,
+                           const std::optional<Tensor>& weight, int64_t reduction) {
   constexpr const char* op = "strata::nll_loss";
   check_reduction(reduction, op);
   check_floating(input, op, "input");
@@ -49,8 +52,24 @@ Tensor nll_loss_cpu(const Tensor& input, const Tensor& target, const std::option
     STRATA_CHECK(weight->dim() == 1 && weight->sizes()[0] == classes, op, "weight has shape ",
                  shape_string(weight->sizes()), ", expected [", classes, "]");
   }
-  const DimVector out_sizes = reduction == 0 ? DimVector(target.sizes()) : DimVector();
-  Tensor out = make_empty_tensor(out_sizes, input.dtype(), input.device(), op);
+  return reduction == 0 ? DimVector(target.sizes()) : DimVector();
+}
+
+TensorMeta mse_loss_checked(const Tensor& input, const Tensor& target, int64_t reduction) {
+  constexpr const char* op = "strata::mse_loss";
+  check_reduction(reduction, op);
+  const ScalarType dtype = result_type(input, target);
+  STRATA_CHECK(dtype == kFloat32 || dtype == kFloat64, op,
+               "expected floating-point input and target, got ", input.dtype(), " and ",
+               target.dtype());
+  const DimVector sizes = broadcast_shapes(input.sizes(), target.sizes(), op);
+  return {reduction == 0 ? sizes : DimVector(), dtype};
+}
+
+Tensor nll_loss_cpu(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
+                    int64_t reduction, int64_t ignore_index) {
+  Tensor out = make_empty_tensor(nll_loss_checked(input, target, weight, reduction), input.dtype(),
+                                 input.device(), "strata::nll_loss");
   const std::optional<Tensor> weight_data = contiguous(weight);
   cpu::nll_loss_kernel(out, contiguous(input), contiguous(target),
                        weight_data ? &*weight_data : nullptr, reduction, ignore_index);
@@ -73,33 +92,10 @@ Tensor as_dtype(const Tensor& t, ScalarType dtype) {
 }
 
 Tensor mse_loss_cpu(const Tensor& input, const Tensor& target, int64_t reduction) {
-  constexpr const char* op = "strata::mse_loss";
-  check_reduction(reduction, op);
-  const ScalarType dtype = result_type(input, target);
-  STRATA_CHECK(dtype == kFloat32 || dtype == kFloat64, op,
-               "expected floating-point input and target, got ", input.dtype(), " and ",
-               target.dtype());
-  const DimVector sizes = broadcast_shapes(input.sizes(), target.sizes(), op);
-  Tensor out = make_empty_tensor(reduction == 0 ? sizes : DimVector(), dtype, input.device(), op);
-  cpu::mse_loss_kernel(out, as_dtype(input, dtype), as_dtype(target, dtype), reduction);
+  const TensorMeta meta = mse_loss_checked(input, target, reduction);
+  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, input.device(), "strata::mse_loss");
+  cpu::mse_loss_kernel(out, as_dtype(input, meta.dtype), as_dtype(target, meta.dtype), reduction);
   return out;
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def(
-      "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
-      "int ignore_index=-100) -> Tensor");
-  m.def("cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor");
-  m.def("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("nll_loss", &nll_loss_cpu);
-  m.impl("mse_loss", &mse_loss_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
-  m.impl("cross_entropy", &cross_entropy_composite);
 }
 
 // ---- derivatives (Note [Derivative formulas]); cross_entropy differentiates
@@ -189,16 +185,6 @@ void mse_loss_forward(ForwardContext& c) {
   Tensor tangent = mse_derivative(c) * moved;
   if (static_cast<Reduction>(c.int_arg(2)) != Reduction::None) tangent = tangent.sum();
   c.set_tangent(0, std::move(tangent));
-}
-
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("nll_loss", derivative({.backward = &nll_loss_backward,
-                                 .forward = &nll_loss_forward,
-                                 .saved_inputs = args(0, 1, 2),
-                                 .saved_outputs = args(0)}));
-  m.impl("mse_loss", derivative({.backward = &mse_loss_backward,
-                                 .forward = &mse_loss_forward,
-                                 .saved_inputs = args(0, 1)}));
 }
 
 // ---- batching rules (Note [Batching rules])
@@ -294,10 +280,55 @@ Tensor mse_loss_batched(const Tensor& input, const Tensor& target, int64_t reduc
   return batching::make_batched(losses, 0, at.level);
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("nll_loss", &nll_loss_batched);
-  m.impl("mse_loss", &mse_loss_batched);
+// ---- the rows (Note [One op, one place]) ----
+// FLOPs: nll_loss reads one input per target element and counts 2 there (the
+// class weight's product and the reduction's add); mse_loss counts 3 per element of
+// the broadcast inputs (the difference, its square and the reduction's add).
+
+MetaList nll_loss_shape(OpArgs args) {
+  const Tensor& input = shape::tensor_arg(args, 0);
+  return shape::single(nll_loss_checked(input, shape::tensor_arg(args, 1),
+                                        nn_detail::optional_tensor_arg(args, 2), args[3].to_int()),
+                       input.dtype());
 }
+
+MetaList mse_loss_shape(OpArgs args) {
+  return {
+      mse_loss_checked(shape::tensor_arg(args, 0), shape::tensor_arg(args, 1), args[2].to_int())};
+}
+
+int64_t nll_loss_flops(OpArgs args, const MetaList&) {
+  return 2 * shape::tensor_arg(args, 1).numel();
+}
+
+int64_t mse_loss_flops(OpArgs args, const MetaList&) {
+  return 3 *
+         nn_detail::numel(broadcast_shapes(shape::tensor_arg(args, 0).sizes(),
+                                           shape::tensor_arg(args, 1).sizes(), "strata::mse_loss"));
+}
+
+const OpFamily kLossOps("nn_loss", {
+    {.schema = "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
+               "int ignore_index=-100) -> Tensor",
+     .cpu = &nll_loss_cpu,
+     .derivative = derivative({.backward = &nll_loss_backward,
+                               .forward = &nll_loss_forward,
+                               .saved_inputs = args(0, 1, 2),
+                               .saved_outputs = args(0)}),
+     .batching = &nll_loss_batched,
+     .shape = &nll_loss_shape,
+     .flops = &nll_loss_flops},
+    {.schema = "cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor",
+     .decomposition = &cross_entropy_composite},
+    {.schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+     .cpu = &mse_loss_cpu,
+     .derivative = derivative({.backward = &mse_loss_backward,
+                               .forward = &mse_loss_forward,
+                               .saved_inputs = args(0, 1)}),
+     .batching = &mse_loss_batched,
+     .shape = &mse_loss_shape,
+     .flops = &mse_loss_flops},
+});
 
 }  // namespace
 

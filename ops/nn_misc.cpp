@@ -4,11 +4,12 @@
 
 #include <utility>
 
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/linear.h"
 #include "ops/linalg.h"
 #include "ops/linalg_views.h"
 #include "ops/nn_common.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -39,6 +40,9 @@ void check_parameter(const std::optional<Tensor>& parameter, IntArrayRef sizes, 
                shape_string(parameter->sizes()), ", expected ", shape_string(sizes));
 }
 
+// Each op's checks and output sizes, shared by its kernel and its shape function
+// (and the checks by its batching rule).
+
 void check_linear_arguments(const Tensor& input, const Tensor& weight,
                             const std::optional<Tensor>& bias) {
   constexpr const char* op = "strata::linear";
@@ -54,12 +58,17 @@ void check_linear_arguments(const Tensor& input, const Tensor& weight,
   check_parameter(bias, {out_features}, input.dtype(), op, "bias");
 }
 
+DimVector linear_sizes(const Tensor& input, const Tensor& weight) {
+  DimVector sizes(input.sizes());
+  sizes.back() = weight.sizes()[0];
+  return sizes;
+}
+
 Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   check_linear_arguments(input, weight, bias);
   const int64_t out_features = weight.sizes()[0];
-  DimVector sizes(input.sizes());
-  sizes.back() = out_features;
-  Tensor out = make_empty_tensor(sizes, input.dtype(), input.device(), "strata::linear");
+  Tensor out = make_empty_tensor(linear_sizes(input, weight), input.dtype(), input.device(),
+                                 "strata::linear");
   const int64_t rows = out_features == 0 ? 0 : out.numel() / out_features;
   const std::optional<Tensor> bias_data = contiguous(bias);
   cpu::linear_kernel(out, contiguous(input), contiguous(weight), bias_data ? &*bias_data : nullptr,
@@ -74,11 +83,16 @@ void check_embedding_arguments(const Tensor& weight, const Tensor& indices) {
   STRATA_CHECK(indices.dtype() == kInt64, op, "indices must be Int64, got ", indices.dtype());
 }
 
-Tensor embedding_cpu(const Tensor& weight, const Tensor& indices) {
-  check_embedding_arguments(weight, indices);
+DimVector embedding_sizes(const Tensor& weight, const Tensor& indices) {
   DimVector sizes(indices.sizes());
   sizes.push_back(weight.sizes()[1]);
-  Tensor out = make_empty_tensor(sizes, weight.dtype(), weight.device(), "strata::embedding");
+  return sizes;
+}
+
+Tensor embedding_cpu(const Tensor& weight, const Tensor& indices) {
+  check_embedding_arguments(weight, indices);
+  Tensor out = make_empty_tensor(embedding_sizes(weight, indices), weight.dtype(), weight.device(),
+                                 "strata::embedding");
   cpu::embedding_kernel(out, contiguous(weight), contiguous(indices));
   return out;
 }
@@ -119,11 +133,15 @@ void check_probability(double p, const char* op) {
   STRATA_CHECK(p >= 0 && p <= 1, op, "dropout probability must be in [0, 1], got ", p);
 }
 
+void check_dropout_mask_arguments(const Tensor& input, double p) {
+  check_floating(input, "strata::dropout_mask", "input");
+  check_probability(p, "strata::dropout_mask");
+}
+
 Tensor dropout_mask_cpu(const Tensor& input, double p, const Generator& gen) {
-  constexpr const char* op = "strata::dropout_mask";
-  check_floating(input, op, "input");
-  check_probability(p, op);
-  Tensor mask = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
+  check_dropout_mask_arguments(input, p);
+  Tensor mask =
+      make_empty_tensor(input.sizes(), input.dtype(), input.device(), "strata::dropout_mask");
   const uint64_t first = gen.reserve(static_cast<uint64_t>(mask.numel()));
   cpu::dropout_mask_kernel(mask, p, gen.seed(), first);
   return mask;
@@ -135,26 +153,6 @@ Tensor dropout_composite(const Tensor& input, double p, bool train, const Genera
   if (!train || p == 0) return input;
   return input * STRATA_OP("strata::dropout_mask", "", DropoutMaskSig).call(input, p, gen);
 }
-
-STRATA_LIBRARY(strata, m) {
-  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
-  m.def("embedding(Tensor weight, Tensor indices) -> Tensor");
-  m.def(
-      "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
-      "Tensor? bias=None, float eps=1e-05) -> Tensor");
-  // Zeros with probability p, else 1 / (1 - p): the factor dropout multiplies by.
-  m.def("dropout_mask(Tensor self, float p, Generator generator) -> Tensor");
-  m.def("dropout(Tensor input, float p, bool train, Generator generator) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("linear", &linear_cpu);
-  m.impl("embedding", &embedding_cpu);
-  m.impl("layer_norm", &layer_norm_cpu);
-  m.impl("dropout_mask", &dropout_mask_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) { m.impl("dropout", &dropout_composite); }
 
 // ---- derivatives (Note [Derivative formulas])
 
@@ -345,24 +343,85 @@ Tensor layer_norm_batched(const Tensor& input, IntArrayRef normalized_shape,
   return batching::make_batched(result, 0, at.level);
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("linear", &linear_batched);
-  m.impl("embedding", &embedding_batched);
-  m.impl("layer_norm", &layer_norm_batched);
+// ---- the rows (Note [One op, one place]) ----
+// FLOPs: linear 2 * rows * in * out for the product, plus 1 per output element for
+// the bias; embedding only gathers rows. layer_norm counts 5 per element to
+// normalize (the mean's add, the centring, the variance's square and add, the
+// scaling by 1 / std), plus 1 each for the weight and the bias. dropout_mask's
+// sampling is not counted.
+
+MetaList linear_shape(OpArgs args) {
+  const Tensor& input = shape::tensor_arg(args, 0);
+  const Tensor& weight = shape::tensor_arg(args, 1);
+  check_linear_arguments(input, weight, nn_detail::optional_tensor_arg(args, 2));
+  return shape::single(linear_sizes(input, weight), input.dtype());
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("linear", derivative({.backward = &linear_backward,
-                               .forward = &linear_forward,
-                               .saved_inputs = args(0, 1)}));
-  m.impl("embedding", derivative({.backward = &embedding_backward,
-                                  .forward = &autograd::linear_forward,
-                                  .saved_inputs = args(1)}));
-  m.impl("layer_norm", derivative({.backward = &layer_norm_backward,
-                                   .forward = &layer_norm_forward,
-                                   .saved_inputs = args(0, 2)}));
-  m.impl("dropout_mask", autograd::non_differentiable());
+MetaList embedding_shape(OpArgs args) {
+  const Tensor& weight = shape::tensor_arg(args, 0);
+  const Tensor& indices = shape::tensor_arg(args, 1);
+  check_embedding_arguments(weight, indices);
+  return shape::single(embedding_sizes(weight, indices), weight.dtype());
 }
+
+MetaList layer_norm_shape(OpArgs args) {
+  check_layer_norm_arguments(shape::tensor_arg(args, 0), args[1].to_int_list(),
+                             nn_detail::optional_tensor_arg(args, 2),
+                             nn_detail::optional_tensor_arg(args, 3));
+  return shape::same_as_self(args);
+}
+
+MetaList dropout_mask_shape(OpArgs args) {
+  check_dropout_mask_arguments(shape::tensor_arg(args, 0), args[1].to_double());
+  return shape::same_as_self(args);
+}
+
+int64_t linear_flops(OpArgs args, const MetaList& outputs) {
+  const int64_t out = nn_detail::numel(outputs.at(0).sizes);
+  const int64_t in_features = shape::tensor_arg(args, 1).size(1);
+  return 2 * out * in_features + (args[2].is_none() ? 0 : out);
+}
+
+int64_t layer_norm_flops(OpArgs args, const MetaList& outputs) {
+  const int64_t per_element = 5 + (args[2].is_none() ? 0 : 1) + (args[3].is_none() ? 0 : 1);
+  return per_element * nn_detail::numel(outputs.at(0).sizes);
+}
+
+const OpFamily kNnMiscOps("nn_misc", {
+    {.schema = "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+     .cpu = &linear_cpu,
+     .derivative = derivative(
+         {.backward = &linear_backward, .forward = &linear_forward, .saved_inputs = args(0, 1)}),
+     .batching = &linear_batched,
+     .shape = &linear_shape,
+     .flops = &linear_flops},
+    {.schema = "embedding(Tensor weight, Tensor indices) -> Tensor",
+     .cpu = &embedding_cpu,
+     .derivative = derivative({.backward = &embedding_backward,
+                               .forward = &autograd::linear_forward,
+                               .saved_inputs = args(1)}),
+     .batching = &embedding_batched,
+     .shape = &embedding_shape,
+     .flops = &flops::zero},
+    {.schema = "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
+               "Tensor? bias=None, float eps=1e-05) -> Tensor",
+     .cpu = &layer_norm_cpu,
+     .derivative = derivative({.backward = &layer_norm_backward,
+                               .forward = &layer_norm_forward,
+                               .saved_inputs = args(0, 2)}),
+     .batching = &layer_norm_batched,
+     .shape = &layer_norm_shape,
+     .flops = &layer_norm_flops},
+    // Zeros with probability p, else 1 / (1 - p): the factor dropout multiplies by.
+    {.schema = "dropout_mask(Tensor self, float p, Generator generator) -> Tensor",
+     .cpu = &dropout_mask_cpu,
+     .derivative = {autograd::non_differentiable(), "random: a mask depends on no input's values"},
+     .batching = Absent{"random: the vmap interpreter draws each sample's mask (Randomness)"},
+     .shape = &dropout_mask_shape,
+     .flops = &flops::zero},
+    {.schema = "dropout(Tensor input, float p, bool train, Generator generator) -> Tensor",
+     .decomposition = &dropout_composite},
+});
 
 }  // namespace
 

@@ -1,8 +1,10 @@
 // 2-D pooling: max_pool2d_with_indices, max_pool2d, avg_pool2d and their backward ops
 // (kernels in kernels/cpu/pool.cpp).
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "kernels/cpu/pool.h"
+#include "ops/nn_backward.h"
 #include "ops/nn_common.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -16,6 +18,7 @@ namespace {
 using nn_detail::check_floating;
 using nn_detail::check_same_dtype;
 using nn_detail::contiguous;
+using nn_detail::numel;
 using nn_detail::sliding_window;
 
 using MaxPoolSig = Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef);
@@ -81,7 +84,8 @@ Tensor max_pool2d_composite(const Tensor& input, IntArrayRef kernel_size, IntArr
   return std::get<0>(max_pool2d_with_indices(input, kernel_size, stride, padding, dilation));
 }
 
-Tensor max_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& input,
+// max_pool2d_backward's checks, shared by its kernel and its shape function.
+void check_max_pool2d_backward(const Tensor& grad_output, const Tensor& input,
                                const Tensor& indices) {
   constexpr const char* op = "strata::max_pool2d_backward";
   STRATA_CHECK(input.dim() == 3 || input.dim() == 4, op,
@@ -97,13 +101,19 @@ Tensor max_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& input,
                  shape_string(input.sizes()));
   }
   check_grad_output(grad_output, input, indices.sizes(), op);
+}
+
+Tensor max_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& input,
+                               const Tensor& indices) {
+  check_max_pool2d_backward(grad_output, input, indices);
   cpu::Pool2dGeometry g{};
   g.in_h = input.sizes()[input.dim() - 2];
   g.in_w = input.sizes()[input.dim() - 1];
   g.out_h = indices.sizes()[indices.dim() - 2];
   g.out_w = indices.sizes()[indices.dim() - 1];
   g.planes = g.in_h * g.in_w == 0 ? 0 : input.numel() / (g.in_h * g.in_w);
-  Tensor grad_input = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
+  Tensor grad_input = make_empty_tensor(input.sizes(), input.dtype(), input.device(),
+                                        "strata::max_pool2d_backward");
   cpu::max_pool2d_backward_kernel(grad_input, contiguous(grad_output), contiguous(indices), g);
   return grad_input;
 }
@@ -117,41 +127,24 @@ Tensor avg_pool2d_cpu(const Tensor& input, IntArrayRef kernel_size, IntArrayRef 
   return out;
 }
 
-Tensor avg_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& input,
-                               IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding) {
+// avg_pool2d_backward's checks, shared by its kernel and its shape function.
+cpu::Pool2dGeometry avg_pool2d_backward_checked(const Tensor& grad_output, const Tensor& input,
+                                                IntArrayRef kernel_size, IntArrayRef stride,
+                                                IntArrayRef padding) {
   constexpr const char* op = "strata::avg_pool2d_backward";
   const cpu::Pool2dGeometry g = pool_geometry(input, kernel_size, stride, padding, {1}, op);
   check_grad_output(grad_output, input, pooled_sizes(input, g), op);
-  Tensor grad_input = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
+  return g;
+}
+
+Tensor avg_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& input,
+                               IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding) {
+  const cpu::Pool2dGeometry g =
+      avg_pool2d_backward_checked(grad_output, input, kernel_size, stride, padding);
+  Tensor grad_input = make_empty_tensor(input.sizes(), input.dtype(), input.device(),
+                                        "strata::avg_pool2d_backward");
   cpu::avg_pool2d_backward_kernel(grad_input, contiguous(grad_output), g);
   return grad_input;
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def(
-      "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
-      "int[2] padding=0, int[2] dilation=1) -> (Tensor, Tensor)");
-  m.def(
-      "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-      "int[2] dilation=1) -> Tensor");
-  m.def("max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor");
-  m.def(
-      "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0) -> "
-      "Tensor");
-  m.def(
-      "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, "
-      "int[2] stride, int[2] padding) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("max_pool2d_with_indices", &max_pool2d_with_indices_cpu);
-  m.impl("max_pool2d_backward", &max_pool2d_backward_cpu);
-  m.impl("avg_pool2d", &avg_pool2d_cpu);
-  m.impl("avg_pool2d_backward", &avg_pool2d_backward_cpu);
-}
-
-STRATA_LIBRARY_IMPL(strata, CompositeImplicitAutograd, m) {
-  m.impl("max_pool2d", &max_pool2d_composite);
 }
 
 // ---- derivatives (Note [Derivative formulas]); max_pool2d differentiates through
@@ -204,21 +197,6 @@ void avg_pool2d_backward_forward(ForwardContext& c) {
   if (!c.has_tangent(0)) return;
   c.set_tangent(0, avg_pool2d_backward(c.tangent(0), c.input(1), c.int_list_arg(2),
                                        c.int_list_arg(3), c.int_list_arg(4)));
-}
-
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("max_pool2d_with_indices", derivative({.backward = &max_pool2d_with_indices_backward,
-                                                .forward = &max_pool2d_with_indices_forward,
-                                                .saved_inputs = args(0),
-                                                .saved_outputs = args(1)}));
-  m.impl("max_pool2d_backward", derivative({.backward = &max_pool2d_backward_backward,
-                                            .forward = &max_pool2d_backward_forward,
-                                            .saved_inputs = args(2)}));
-  m.impl("avg_pool2d", derivative({.backward = &avg_pool2d_backward_formula,
-                                   .forward = &autograd::linear_forward,
-                                   .saved_inputs = args(0)}));
-  m.impl("avg_pool2d_backward", derivative({.backward = &avg_pool2d_backward_backward,
-                                            .forward = &avg_pool2d_backward_forward}));
 }
 
 // ---- batching rules (Note [Batching rules])
@@ -276,12 +254,102 @@ void pool_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   }
 }
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("max_pool2d_with_indices", KernelFunction::from_boxed(&pool_batched<1, 0>));
-  m.impl("max_pool2d_backward", KernelFunction::from_boxed(&pool_batched<3, 1>));
-  m.impl("avg_pool2d", KernelFunction::from_boxed(&pool_batched<1, 0>));
-  m.impl("avg_pool2d_backward", KernelFunction::from_boxed(&pool_batched<2, 1>));
+// ---- the rows (Note [One op, one place]) ----
+// The shape functions run each op's own checks. Pooling counts 1 FLOP per window
+// element of each output (a comparison or an add); max_pool2d_backward adds each
+// output gradient once, to the pixel its index names.
+
+// The pooled sizes of the input (argument 0) with kernel_size, stride and padding
+// (arguments 1-3).
+DimVector pooled_shape(OpArgs args, IntArrayRef dilation, const char* op) {
+  const Tensor& input = shape::tensor_arg(args, 0);
+  return pooled_sizes(input, pool_geometry(input, args[1].to_int_list(), args[2].to_int_list(),
+                                           args[3].to_int_list(), dilation, op));
 }
+
+MetaList max_pool2d_with_indices_shape(OpArgs args) {
+  const DimVector sizes =
+      pooled_shape(args, args[4].to_int_list(), "strata::max_pool2d_with_indices");
+  return {{sizes, shape::tensor_arg(args, 0).dtype()}, {sizes, kInt64}};
+}
+
+MetaList avg_pool2d_shape(OpArgs args) {
+  return shape::single(pooled_shape(args, {1}, "strata::avg_pool2d"),
+                       shape::tensor_arg(args, 0).dtype());
+}
+
+MetaList max_pool2d_backward_shape(OpArgs args) {
+  const Tensor& input = shape::tensor_arg(args, 1);
+  check_max_pool2d_backward(shape::tensor_arg(args, 0), input, shape::tensor_arg(args, 2));
+  return shape::single(input.sizes(), input.dtype());
+}
+
+MetaList avg_pool2d_backward_shape(OpArgs args) {
+  const Tensor& input = shape::tensor_arg(args, 1);
+  avg_pool2d_backward_checked(shape::tensor_arg(args, 0), input, args[2].to_int_list(),
+                              args[3].to_int_list(), args[4].to_int_list());
+  return shape::single(input.sizes(), input.dtype());
+}
+
+// The elements of `pooled` times the window of a kernel_size argument (1 or 2
+// values, checked by the shape function).
+int64_t window_flops(IntArrayRef pooled, const IValue& kernel_size) {
+  const std::vector<int64_t>& kernel = kernel_size.to_int_list();
+  return numel(pooled) * kernel.front() * kernel.back();
+}
+
+int64_t pool2d_flops(OpArgs args, const MetaList& outputs) {
+  return window_flops(outputs.at(0).sizes, args[1]);
+}
+
+int64_t avg_pool2d_backward_flops(OpArgs args, const MetaList&) {
+  return window_flops(shape::tensor_arg(args, 0).sizes(), args[2]);
+}
+
+int64_t max_pool2d_backward_flops(OpArgs args, const MetaList&) {
+  return shape::tensor_arg(args, 0).numel();
+}
+
+const OpFamily kPoolOps("nn_pool", {
+    {.schema = "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
+               "int[2] padding=0, int[2] dilation=1) -> (Tensor, Tensor)",
+     .cpu = &max_pool2d_with_indices_cpu,
+     .derivative = derivative({.backward = &max_pool2d_with_indices_backward,
+                               .forward = &max_pool2d_with_indices_forward,
+                               .saved_inputs = args(0),
+                               .saved_outputs = args(1)}),
+     .batching = KernelFunction::from_boxed(&pool_batched<1, 0>),
+     .shape = &max_pool2d_with_indices_shape,
+     .flops = &pool2d_flops},
+    {.schema = "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+               "int[2] dilation=1) -> Tensor",
+     .decomposition = &max_pool2d_composite},
+    {.schema = "max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor",
+     .cpu = &max_pool2d_backward_cpu,
+     .derivative = derivative({.backward = &max_pool2d_backward_backward,
+                               .forward = &max_pool2d_backward_forward,
+                               .saved_inputs = args(2)}),
+     .batching = KernelFunction::from_boxed(&pool_batched<3, 1>),
+     .shape = &max_pool2d_backward_shape,
+     .flops = &max_pool2d_backward_flops},
+    {.schema = "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0) "
+               "-> Tensor",
+     .cpu = &avg_pool2d_cpu,
+     .derivative = derivative({.backward = &avg_pool2d_backward_formula,
+                               .forward = &autograd::linear_forward,
+                               .saved_inputs = args(0)}),
+     .batching = KernelFunction::from_boxed(&pool_batched<1, 0>),
+     .shape = &avg_pool2d_shape,
+     .flops = &pool2d_flops},
+    {.schema = "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, "
+               "int[2] stride, int[2] padding) -> Tensor",
+     .cpu = &avg_pool2d_backward_cpu,
+     .derivative = derivative(
+         {.backward = &avg_pool2d_backward_backward, .forward = &avg_pool2d_backward_forward}),
+     .batching = KernelFunction::from_boxed(&pool_batched<2, 1>),
+     .shape = &avg_pool2d_backward_shape,
+     .flops = &avg_pool2d_backward_flops},
+});
 
 }  // namespace
 

@@ -7,8 +7,9 @@
 
 #include <limits>
 
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
 #include "ops/factory_backend_select.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -63,22 +64,40 @@ Tensor randn_cpu(IntArrayRef size, const OptionalGenerator& generator,
   return out;
 }
 
-Tensor randint_cpu(int64_t low, int64_t high, IntArrayRef size, const OptionalGenerator& generator,
-                   std::optional<ScalarType> dtype, std::optional<Device> device) {
+ScalarType randint_dtype(int64_t low, int64_t high, std::optional<ScalarType> dtype) {
   STRATA_CHECK(high > low, kRandint, "high (", high, ") must be greater than low (", low,
                ") to draw from [low, high)");
   const ScalarType out_dtype = dtype.value_or(kInt64);
   STRATA_CHECK(out_dtype != kBool, kRandint,
                "expected a numeric dtype (Int64, Float32 or Float64), got Bool");
-  Tensor out = make_empty_tensor(size, out_dtype, device.value_or(kCPU), kRandint);
+  return out_dtype;
+}
+
+Tensor randint_cpu(int64_t low, int64_t high, IntArrayRef size, const OptionalGenerator& generator,
+                   std::optional<ScalarType> dtype, std::optional<Device> device) {
+  Tensor out =
+      make_empty_tensor(size, randint_dtype(low, high, dtype), device.value_or(kCPU), kRandint);
   cpu::randint_kernel(out, low, high, reserve_stream(generator, out.numel()));
   return out;
 }
 
-Tensor bernoulli_cpu(const Tensor& p, const OptionalGenerator& generator) {
+// What the shape functions can check of bernoulli's and normal's arguments: their
+// metadata. The kernels check the values too.
+void check_probabilities_dtype(const Tensor& p) {
   STRATA_CHECK(is_floating_point(p.dtype()), "strata::bernoulli",
                "expected a floating-point tensor of probabilities, got ", p.dtype(), " of shape ",
                shape_string(p.sizes()));
+}
+
+TensorMeta normal_meta(const Tensor& mean, const Tensor& std) {
+  const ScalarType dtype = result_type(mean, std);
+  STRATA_CHECK(is_floating_point(dtype), "strata::normal",
+               "expected floating-point mean and std, got ", mean.dtype(), " and ", std.dtype());
+  return {broadcast_shapes(mean.sizes(), std.sizes(), "strata::normal"), dtype};
+}
+
+Tensor bernoulli_cpu(const Tensor& p, const OptionalGenerator& generator) {
+  check_probabilities_dtype(p);
   STRATA_CHECK(cpu::all_within(p, 0.0, 1.0), "strata::bernoulli",
                "every probability must lie in [0, 1]; the tensor of shape ",
                shape_string(p.sizes()), " holds values outside it (or NaN)");
@@ -96,46 +115,15 @@ Tensor with_dtype(const Tensor& t, ScalarType dtype) {
 }
 
 Tensor normal_cpu(const Tensor& mean, const Tensor& std, const OptionalGenerator& generator) {
-  const ScalarType dtype = result_type(mean, std);
-  STRATA_CHECK(is_floating_point(dtype), "strata::normal",
-               "expected floating-point mean and std, got ", mean.dtype(), " and ", std.dtype());
-  const DimVector shape = broadcast_shapes(mean.sizes(), std.sizes(), "strata::normal");
-  const Tensor mean_values = with_dtype(mean, dtype);
-  const Tensor std_values = with_dtype(std, dtype);
+  const TensorMeta meta = normal_meta(mean, std);
+  const Tensor mean_values = with_dtype(mean, meta.dtype);
+  const Tensor std_values = with_dtype(std, meta.dtype);
   STRATA_CHECK(cpu::all_within(std_values, 0.0, std::numeric_limits<double>::infinity()),
                "strata::normal", "every std must be >= 0; the tensor of shape ",
                shape_string(std.sizes()), " holds a negative value (or NaN)");
-  Tensor out = make_empty_tensor(shape, dtype, mean.device(), "strata::normal");
+  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, mean.device(), "strata::normal");
   cpu::normal_kernel(out, mean_values, std_values, reserve_stream(generator, out.numel()));
   return out;
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def(
-      "rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, "
-      "Device? device=None) -> Tensor");
-  m.def(
-      "randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, "
-      "Device? device=None) -> Tensor");
-  m.def(
-      "randint.low(int low, int high, int[] size, *, Generator? generator=None, "
-      "ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor");
-  m.def("normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, BackendSelect, m) {
-  m.impl("rand", &FactoryBackendSelect<kRand, kNoOverload, RandomFactorySig>::kernel);
-  m.impl("randn", &FactoryBackendSelect<kRandn, kNoOverload, RandomFactorySig>::kernel);
-  m.impl("randint.low", &FactoryBackendSelect<kRandint, kLow, RandintSig>::kernel);
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("rand", &rand_cpu);
-  m.impl("randn", &randn_cpu);
-  m.impl("randint.low", &randint_cpu);
-  m.impl("bernoulli", &bernoulli_cpu);
-  m.impl("normal.Tensor_Tensor", &normal_cpu);
 }
 
 // normal(mean, std) = mean + std * eps (eps ~ N(0, 1)) is differentiable in both
@@ -156,13 +144,76 @@ void normal_forward(autograd::ForwardContext& c) {
                                c.has_tangent(1) ? c.tangent(1) * standard_noise(c) : Tensor()));
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("bernoulli", autograd::non_differentiable());
-  m.impl("normal.Tensor_Tensor", autograd::derivative({.backward = &normal_backward,
-                                                       .forward = &normal_forward,
-                                                       .saved_inputs = autograd::args(0, 1),
-                                                       .saved_outputs = autograd::args(0)}));
+// ---- the rows (Note [One op, one place]) ----
+// Sampling is not counted as FLOPs; normal's scale and shift of each draw are (2
+// per element). No rule batches a random op: the vmap interpreter runs it per
+// sample with a generator of the sample's own (or one for all) before any rule
+// (VmapInterpreter::process, Randomness).
+
+template <const char* kName>
+MetaList random_factory_shape(OpArgs args) {
+  const std::vector<int64_t>& size = args[0].to_int_list();
+  return shape::single(size, floating_dtype(dtype_arg(args[2]), size, kName));
 }
+
+MetaList randint_shape(OpArgs args) {
+  return shape::single(args[2].to_int_list(),
+                       randint_dtype(args[0].to_int(), args[1].to_int(), dtype_arg(args[4])));
+}
+
+MetaList bernoulli_shape(OpArgs args) {
+  check_probabilities_dtype(shape::tensor_arg(args, 0));
+  return shape::same_as_self(args);
+}
+
+MetaList normal_shape(OpArgs args) {
+  return {normal_meta(shape::tensor_arg(args, 0), shape::tensor_arg(args, 1))};
+}
+
+constexpr Absent kRandomBatching{"random: the vmap interpreter draws per sample, before any rule"};
+
+// rand, randn and randint: factories (no tensor inputs, so no gradient) that route
+// by their device option like `empty`.
+OpDef random_factory(const char* schema, Kernel cpu, Kernel backend_select, ShapeFn shape) {
+  return {.schema = schema,
+          .cpu = std::move(cpu),
+          .backend_select = std::move(backend_select),
+          .derivative = Absent{"no tensor inputs: nothing to differentiate"},
+          .batching = kRandomBatching,
+          .shape = shape,
+          .flops = &flops::zero};
+}
+
+const OpFamily kRandomOps("random", {
+    random_factory("rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, "
+                   "Device? device=None) -> Tensor",
+                   &rand_cpu, &FactoryBackendSelect<kRand, kNoOverload, RandomFactorySig>::kernel,
+                   &random_factory_shape<kRand>),
+    random_factory("randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, "
+                   "Device? device=None) -> Tensor",
+                   &randn_cpu, &FactoryBackendSelect<kRandn, kNoOverload, RandomFactorySig>::kernel,
+                   &random_factory_shape<kRandn>),
+    random_factory("randint.low(int low, int high, int[] size, *, Generator? generator=None, "
+                   "ScalarType? dtype=None, Device? device=None) -> Tensor",
+                   &randint_cpu, &FactoryBackendSelect<kRandint, kLow, RandintSig>::kernel,
+                   &randint_shape),
+    {.schema = "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
+     .cpu = &bernoulli_cpu,
+     .derivative = {autograd::non_differentiable(), "a 0/1 sample: piecewise constant in p"},
+     .batching = kRandomBatching,
+     .shape = &bernoulli_shape,
+     .flops = &flops::zero},
+    {.schema = "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> "
+               "Tensor",
+     .cpu = &normal_cpu,
+     .derivative = autograd::derivative({.backward = &normal_backward,
+                                         .forward = &normal_forward,
+                                         .saved_inputs = autograd::args(0, 1),
+                                         .saved_outputs = autograd::args(0)}),
+     .batching = kRandomBatching,
+     .shape = &normal_shape,
+     .flops = &flops::per_output_element<2>},
+});
 
 }  // namespace
 

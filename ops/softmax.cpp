@@ -4,8 +4,10 @@
 
 #include <array>
 
-#include "dispatcher/library.h"
+#include "dispatcher/op_def.h"
+#include "ops/nn_backward.h"
 #include "ops/nn_common.h"
+#include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
@@ -24,7 +26,7 @@ using SoftmaxSig = Tensor(const Tensor&, int64_t);
 using SoftmaxBackwardSig = Tensor(const Tensor&, const Tensor&, int64_t);
 
 // The [outer, dim_size, inner] view of t around `dim`; a 0-dim tensor is one element.
-cpu::SoftmaxShape softmax_shape(const Tensor& t, int64_t dim, const char* op) {
+cpu::SoftmaxShape lane_layout(const Tensor& t, int64_t dim, const char* op) {
   const int64_t d = wrap_dim(dim, t.dim(), op);
   cpu::SoftmaxShape s{1, 1, 1};
   for (int64_t i = 0; i < t.dim(); ++i) {
@@ -36,42 +38,43 @@ cpu::SoftmaxShape softmax_shape(const Tensor& t, int64_t dim, const char* op) {
   return s;
 }
 
+// Each op's checks, shared by its kernel and its shape function.
 template <bool kLog>
-Tensor softmax_cpu(const Tensor& input, int64_t dim) {
+cpu::SoftmaxShape softmax_checked(const Tensor& input, int64_t dim) {
   constexpr const char* op = kLog ? "strata::log_softmax" : "strata::softmax";
   check_floating(input, op, "input");
-  const cpu::SoftmaxShape s = softmax_shape(input, dim, op);
-  Tensor out = make_empty_tensor(input.sizes(), input.dtype(), input.device(), op);
-  cpu::softmax_kernel(out, contiguous(input), s, kLog);
-  return out;
+  return lane_layout(input, dim, op);
 }
 
 template <bool kLog>
-Tensor softmax_backward_cpu(const Tensor& grad_output, const Tensor& output, int64_t dim) {
+cpu::SoftmaxShape softmax_backward_checked(const Tensor& grad_output, const Tensor& output,
+                                           int64_t dim) {
   constexpr const char* op = kLog ? "strata::log_softmax_backward" : "strata::softmax_backward";
   check_floating(output, op, "output");
   check_same_dtype(grad_output, output.dtype(), op, "grad_output");
   STRATA_CHECK(grad_output.sizes() == output.sizes(), op, "grad_output has shape ",
                shape_string(grad_output.sizes()), " but output has shape ",
                shape_string(output.sizes()));
-  const cpu::SoftmaxShape s = softmax_shape(output, dim, op);
-  Tensor grad_input = make_empty_tensor(output.sizes(), output.dtype(), output.device(), op);
+  return lane_layout(output, dim, op);
+}
+
+template <bool kLog>
+Tensor softmax_cpu(const Tensor& input, int64_t dim) {
+  const cpu::SoftmaxShape s = softmax_checked<kLog>(input, dim);
+  Tensor out = make_empty_tensor(input.sizes(), input.dtype(), input.device(),
+                                 kLog ? "strata::log_softmax" : "strata::softmax");
+  cpu::softmax_kernel(out, contiguous(input), s, kLog);
+  return out;
+}
+
+template <bool kLog>
+Tensor softmax_backward_cpu(const Tensor& grad_output, const Tensor& output, int64_t dim) {
+  const cpu::SoftmaxShape s = softmax_backward_checked<kLog>(grad_output, output, dim);
+  Tensor grad_input =
+      make_empty_tensor(output.sizes(), output.dtype(), output.device(),
+                        kLog ? "strata::log_softmax_backward" : "strata::softmax_backward");
   cpu::softmax_backward_kernel(grad_input, contiguous(grad_output), contiguous(output), s, kLog);
   return grad_input;
-}
-
-STRATA_LIBRARY(strata, m) {
-  m.def("softmax(Tensor self, int dim) -> Tensor");
-  m.def("log_softmax(Tensor self, int dim) -> Tensor");
-  m.def("softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor");
-  m.def("log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor");
-}
-
-STRATA_LIBRARY_IMPL(strata, CPU, m) {
-  m.impl("softmax", &softmax_cpu<false>);
-  m.impl("log_softmax", &softmax_cpu<true>);
-  m.impl("softmax_backward", &softmax_backward_cpu<false>);
-  m.impl("log_softmax_backward", &softmax_backward_cpu<true>);
 }
 
 // ---- derivatives (Note [Derivative formulas]) -----------------------------------
@@ -152,21 +155,6 @@ void log_softmax_backward_forward(ForwardContext& c) {
   c.set_tangent(0, sum_defined(std::move(of_grad), of_output));
 }
 
-STRATA_LIBRARY_IMPL(strata, Autograd, m) {
-  m.impl("softmax",
-         derivative(
-             {.backward = &softmax_grad, .forward = &softmax_forward, .saved_outputs = args(0)}));
-  m.impl("log_softmax", derivative({.backward = &log_softmax_grad,
-                                    .forward = &log_softmax_forward,
-                                    .saved_outputs = args(0)}));
-  m.impl("softmax_backward", derivative({.backward = &softmax_backward_grad,
-                                         .forward = &softmax_backward_forward,
-                                         .saved_inputs = args(0, 1)}));
-  m.impl("log_softmax_backward", derivative({.backward = &log_softmax_backward_grad,
-                                             .forward = &log_softmax_backward_forward,
-                                             .saved_inputs = args(0, 1)}));
-}
-
 // ---- batching rules (Note [Batching rules]) --------------------------------------
 // Every op here maps tensors of one shape to a tensor of that shape, lane by lane
 // along `dim`: for a batch, along the same dim of the samples, wherever the batch
@@ -225,12 +213,59 @@ constexpr char kLogSoftmax[] = "strata::log_softmax";
 constexpr char kSoftmaxBackward[] = "strata::softmax_backward";
 constexpr char kLogSoftmaxBackward[] = "strata::log_softmax_backward";
 
-STRATA_LIBRARY_IMPL(strata, Batched, m) {
-  m.impl("softmax", &lanes_rule<&nn::softmax, kSoftmax>);
-  m.impl("log_softmax", &lanes_rule<&nn::log_softmax, kLogSoftmax>);
-  m.impl("softmax_backward", &lanes_rule<&nn::softmax_backward, kSoftmaxBackward>);
-  m.impl("log_softmax_backward", &lanes_rule<&nn::log_softmax_backward, kLogSoftmaxBackward>);
+// ---- the rows (Note [One op, one place]) ----------------------------------------
+// Every op gives a tensor of its (first) argument's shape, after that op's checks.
+// FLOPs per element: the forward ops 5 (the lane's max, the subtraction, exp, the
+// lane's sum, and the scaling by 1 / sum or the subtraction of log sum), the
+// backward ops 4 (softmax: g * y, its lane sum, the subtraction and the product
+// with y; log_softmax: g's lane sum, exp y, the product and the subtraction).
+
+template <bool kLog>
+MetaList softmax_shape(OpArgs args) {
+  softmax_checked<kLog>(shape::tensor_arg(args, 0), args[1].to_int());
+  return shape::same_as_self(args);
 }
+
+template <bool kLog>
+MetaList softmax_backward_shape(OpArgs args) {
+  softmax_backward_checked<kLog>(shape::tensor_arg(args, 0), shape::tensor_arg(args, 1),
+                                 args[2].to_int());
+  return shape::same_as_self(args);
+}
+
+const OpFamily kSoftmaxOps("softmax", {
+    {.schema = "softmax(Tensor self, int dim) -> Tensor",
+     .cpu = &softmax_cpu<false>,
+     .derivative = derivative(
+         {.backward = &softmax_grad, .forward = &softmax_forward, .saved_outputs = args(0)}),
+     .batching = &lanes_rule<&nn::softmax, kSoftmax>,
+     .shape = &softmax_shape<false>,
+     .flops = &flops::per_output_element<5>},
+    {.schema = "log_softmax(Tensor self, int dim) -> Tensor",
+     .cpu = &softmax_cpu<true>,
+     .derivative = derivative({.backward = &log_softmax_grad,
+                               .forward = &log_softmax_forward,
+                               .saved_outputs = args(0)}),
+     .batching = &lanes_rule<&nn::log_softmax, kLogSoftmax>,
+     .shape = &softmax_shape<true>,
+     .flops = &flops::per_output_element<5>},
+    {.schema = "softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor",
+     .cpu = &softmax_backward_cpu<false>,
+     .derivative = derivative({.backward = &softmax_backward_grad,
+                               .forward = &softmax_backward_forward,
+                               .saved_inputs = args(0, 1)}),
+     .batching = &lanes_rule<&nn::softmax_backward, kSoftmaxBackward>,
+     .shape = &softmax_backward_shape<false>,
+     .flops = &flops::per_output_element<4>},
+    {.schema = "log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor",
+     .cpu = &softmax_backward_cpu<true>,
+     .derivative = derivative({.backward = &log_softmax_backward_grad,
+                               .forward = &log_softmax_backward_forward,
+                               .saved_inputs = args(0, 1)}),
+     .batching = &lanes_rule<&nn::log_softmax_backward, kLogSoftmaxBackward>,
+     .shape = &softmax_backward_shape<true>,
+     .flops = &flops::per_output_element<4>},
+});
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-// Op-table entries: factories (arange, linspace, eye) and the *_like family. The
-// references build the expected values with plain loops from the definitions;
+// Op-table entries: factories (zeros, ones, arange, linspace, eye) and the *_like
+// family. The references build the expected values with plain loops from the definitions;
 // random ops have no loop reference and are tested in tests/ops/random_test.cpp.
 #include <sstream>
 
@@ -41,6 +41,49 @@ std::string describe(std::initializer_list<T> parts) {
     separator = ", ";
   }
   return out.str();
+}
+
+// ---- zeros, ones ------------------------------------------------------------------
+
+// Sizes with no elements and with none at all among them; Float32 when no dtype is given.
+std::vector<Sample> filled_samples(std::optional<ScalarType> dtype) {
+  const std::vector<std::vector<int64_t>> cases = {{2, 3}, {}, {0}, {1}, {4, 0, 2}, {2, 1, 3}};
+  std::vector<Sample> samples;
+  for (const std::vector<int64_t>& sizes : cases) {
+    samples.push_back({"size = " + shape_string(sizes), {}, {IValue(sizes), IValue(dtype)}});
+  }
+  return samples;
+}
+
+// Every element `value`, counted out element by element.
+TensorFromArgs filled_reference(double value) {
+  return [value](const Stack& args) {
+    const std::vector<int64_t>& sizes = args[0].to_int_list();
+    int64_t numel = 1;
+    for (int64_t s : sizes) numel *= s;
+    const std::vector<double> values(static_cast<size_t>(numel), value);
+    return from_values(values, sizes, dtype_arg(args[1]).value_or(kFloat32));
+  };
+}
+
+struct FilledFactory {
+  std::string name;
+  Tensor (*op)(IntArrayRef, std::optional<ScalarType>, std::optional<Device>);
+  double value;
+};
+
+void add_filled_entries(std::vector<OpInfo>& infos) {
+  for (const FilledFactory& f : {FilledFactory{"zeros", &zeros, 0.0}, {"ones", &ones, 1.0}}) {
+    const TensorFromArgs call = [op = f.op](const Stack& a) {
+      return op(a[0].to_int_list(), dtype_arg(a[1]), std::nullopt);
+    };
+    infos.push_back(factory_entry(
+        f.name, all_dtypes(), [](ScalarType dtype) { return filled_samples(dtype); }, call,
+        filled_reference(f.value)));
+    infos.push_back(factory_entry(
+        f.name + "(default dtype)", {kFloat32},
+        [](ScalarType) { return filled_samples(std::nullopt); }, call, filled_reference(f.value)));
+  }
 }
 
 // ---- arange ----------------------------------------------------------------------
@@ -271,6 +314,7 @@ void add_like_entries(std::vector<OpInfo>& infos) {
 
 STRATA_OP_INFOS(creation) {
   std::vector<OpInfo> infos;
+  add_filled_entries(infos);
   add_arange_entries(infos);
   add_linspace_entries(infos);
   add_eye_entries(infos);

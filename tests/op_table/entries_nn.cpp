@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 
+#include "ops/nn_backward.h"
 #include "tests/op_table/op_info.h"
 #include "tests/op_table/reference.h"
 #include "tests/op_table/samples.h"

@@ -2,6 +2,7 @@
 // naive window loops (the backward references are the adjoint loops).
 #include <optional>
 
+#include "ops/nn_backward.h"
 #include "tests/op_table/op_info.h"
 #include "tests/op_table/reference.h"
 #include "tests/op_table/samples.h"

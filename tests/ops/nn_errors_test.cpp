@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/nn_backward.h"
 #include "strata/strata.h"
 #include "tests/test_support.h"
 
