@@ -8,7 +8,7 @@ install(TARGETS strata EXPORT StrataTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Headers keep the source layout under include/strata/ (strata.h at its top).
 install(DIRECTORY include/strata/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata)
-foreach(dir tensor dispatcher kernels ops transforms)
+foreach(dir tensor kernels dispatcher transforms ops func)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()

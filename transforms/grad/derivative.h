@@ -109,6 +109,8 @@ class BackwardContext : public FormulaArguments {
 // An op's outputs, or their tangents, at a jvp level.
 using ForwardOutputs = std::vector<Tensor, CachedAllocator<Tensor>>;
 
+// Defined in func/jvp/forward_context.cpp, with linear_forward and sum_defined
+// below: they call zeros_like (Note [Operator calls live above ops/]).
 class ForwardContext : public FormulaArguments {
  public:
   ForwardContext(const OperatorHandle& op, const Stack& primals, const Stack& tangents,

@@ -2,19 +2,11 @@
 
 #include <sstream>
 
-#include "ops/creation.h"
 #include "tensor/error.h"
 
 namespace strata::autograd {
 
 // ---- BackwardContext ----------------------------------------------------------
-
-BackwardContext::BackwardContext(FormulaNode& node, GradsOut& grads_out, GradList& grads_in)
-    : FormulaArguments(node.call_.args.data()),
-      node_(node),
-      grads_out_(grads_out),
-      grads_in_(grads_in),
-      needs_grad_args_(node.call_.needs_grad_args) {}
 
 size_t BackwardContext::slot(size_t arg, size_t element) const {
   STRATA_CHECK(
@@ -90,56 +82,6 @@ void FormulaNode::seal() {
 }
 
 std::string FormulaNode::name() const { return op_.operator_name().to_string(); }
-
-template <class F>
-void FormulaNode::for_each_saved(F&& f) const {
-  for (size_t i = 0; i < call_.args.size(); ++i) {
-    const IValue& a = call_.args[i];
-    if (a.is_tensor() && a.to_tensor().defined()) f(a.to_tensor(), false, i);
-    if (a.is_tensor_list()) {
-      for (const Tensor& t : a.to_tensor_list()) f(t, false, i);
-    }
-  }
-  for (size_t i = 0; i < call_.outputs.size(); ++i) {
-    if (call_.outputs[i].saved.defined()) f(call_.outputs[i].saved, true, i);
-  }
-}
-
-void FormulaNode::check_saved_versions() const {
-  if (saved_versions_.empty()) return;  // nothing saved (add, sum, views, ...)
-  size_t k = 0;
-  for_each_saved([&](const Tensor& t, bool is_output, size_t i) {
-    const uint32_t saved = saved_versions_[k++];
-    if (t.version() == saved) return;
-    const std::string what = is_output ? "output " + std::to_string(i)
-                                       : "argument '" + op_.schema().arguments()[i].name + "'";
-    STRATA_FAIL(name().c_str(), what, " (shape ", shape_string(t.sizes()), ", ",
-                to_string(t.dtype()), "), saved for the backward pass of grad level ", level_,
-                ", was modified by an in-place op (version ", saved, ", now ", t.version(),
-                "); clone it before modifying it");
-  });
-}
-
-GradList FormulaNode::apply(NodeVector<Tensor>& grads_out) {
-  check_saved_versions();
-  for (size_t i = 0; i < grads_out.size(); ++i) {
-    const TensorMeta& meta = call_.outputs[i].meta;
-    if (!grads_out[i].defined() && is_floating_point(meta.dtype)) {
-      grads_out[i] = zeros(meta.sizes, meta.dtype);
-    }
-  }
-  GradList grads_in(call_.slots.size());
-  BackwardContext context(*this, grads_out, grads_in);
-  derivative_.backward(context);
-  for (size_t s = 0; s < call_.slots.size(); ++s) {
-    Tensor& g = grads_in[s];
-    if (!g.defined()) continue;
-    const TensorMeta& meta = call_.slots[s];
-    if (g.sizes() != IntArrayRef(meta.sizes)) g = sum_to(g, meta.sizes);
-    if (g.dtype() != meta.dtype) g = g.to(meta.dtype);
-  }
-  return grads_in;
-}
 
 Tensor sum_to(const Tensor& grad, IntArrayRef sizes) {
   const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());

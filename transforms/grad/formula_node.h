@@ -48,6 +48,8 @@ class FormulaNode final : public Node {
   RecordedCall& call() { return call_; }
   void seal();
 
+  // Defined in func/grad/formula_apply.cpp: it calls zeros (Note [Operator calls
+  // live above ops/]).
   GradList apply(NodeVector<Tensor>& grads_out) override;
   uint32_t num_outputs() const override { return static_cast<uint32_t>(call_.outputs.size()); }
   std::string name() const override;
@@ -59,7 +61,7 @@ class FormulaNode final : public Node {
   // Calls f(tensor, is_output, position) for each tensor the node keeps.
   template <class F>
   void for_each_saved(F&& f) const;
-  void check_saved_versions() const;
+  void check_saved_versions() const;  // with apply
 
   OperatorHandle op_;
   Derivative derivative_;
@@ -67,5 +69,19 @@ class FormulaNode final : public Node {
   RecordedCall call_;
   SmallVector<uint32_t, 6> saved_versions_;  // in for_each_saved order
 };
+
+template <class F>
+void FormulaNode::for_each_saved(F&& f) const {
+  for (size_t i = 0; i < call_.args.size(); ++i) {
+    const IValue& a = call_.args[i];
+    if (a.is_tensor() && a.to_tensor().defined()) f(a.to_tensor(), false, i);
+    if (a.is_tensor_list()) {
+      for (const Tensor& t : a.to_tensor_list()) f(t, false, i);
+    }
+  }
+  for (size_t i = 0; i < call_.outputs.size(); ++i) {
+    if (call_.outputs[i].saved.defined()) f(call_.outputs[i].saved, true, i);
+  }
+}
 
 }  // namespace strata::autograd

@@ -62,11 +62,4 @@ class GradSink final : public Node {
   std::string name() const override { return "GradSink"; }
 };
 
-// Runs the backward pass from `roots` (seeded with `root_grads`) in topological
-// order, adding up gradients that meet, and returns what reaches each sink
-// (undefined where nothing does).
-std::vector<Tensor> run_backward(const std::vector<Edge>& roots,
-                                 const std::vector<Tensor>& root_grads,
-                                 const std::vector<const Node*>& sinks);
-
 }  // namespace strata::autograd

@@ -132,6 +132,10 @@ struct BinaryPointwiseRule<kOp> {
   }
 };
 
+// call_per_sample and the switch below (and any_batched_argument above) are
+// defined with the loop fallback, which calls stack, in func/vmap/loop_fallback.cpp
+// (Note [Operator calls live above ops/]).
+
 // Calls `op` once per sample on slices of this level's batched arguments and
 // stacks every tensor output along dim 0; `prepare(sample, stack)` may adjust a
 // sample's arguments first (random ops swap their generator). In-place ops write

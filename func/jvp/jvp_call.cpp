@@ -1,4 +1,4 @@
-#include "transforms/jvp/jvp_call.h"
+#include "func/jvp/jvp_call.h"
 
 #include "ops/creation.h"
 #include "tensor/error.h"

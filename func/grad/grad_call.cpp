@@ -1,5 +1,6 @@
-#include "transforms/grad/grad_call.h"
+#include "func/grad/grad_call.h"
 
+#include "func/grad/engine.h"
 #include "ops/creation.h"
 #include "tensor/error.h"
 #include "transforms/grad/grad_interpreter.h"

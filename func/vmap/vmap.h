@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "transforms/tree.h"
-#include "transforms/vmap/vmap_call.h"
+#include "func/tree.h"
+#include "func/vmap/vmap_call.h"
 
 // vmap (see DESIGN.md, the public API): vmap(f)(xs) calls f on every sample of a
 // batch at once; f is written for one sample.

@@ -1,9 +1,10 @@
+#include "func/grad/engine.h"
+
 #include <memory>
 #include <vector>
 
 #include "ops/elementwise_util.h"
 #include "tensor/error.h"
-#include "transforms/grad/node.h"
 #include "transforms/layer_stack.h"
 
 namespace strata::autograd {

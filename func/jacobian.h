@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "transforms/grad/grad.h"
-#include "transforms/jvp/jvp_call.h"
-#include "transforms/tree.h"
-#include "transforms/vmap/vmap_call.h"
+#include "func/grad/grad.h"
+#include "func/jvp/jvp_call.h"
+#include "func/tree.h"
+#include "func/vmap/vmap_call.h"
 
 // Jacobians: jacrev, jacfwd, hessian (see DESIGN.md, the public API).
 

@@ -5,10 +5,10 @@
 #include <utility>
 #include <vector>
 
+#include "func/grad/grad.h"
+#include "func/jvp/jvp_call.h"
+#include "func/tree.h"
 #include "ops/creation.h"
-#include "transforms/grad/grad.h"
-#include "transforms/jvp/jvp_call.h"
-#include "transforms/tree.h"
 
 namespace strata {
 

@@ -1,4 +1,4 @@
-#include "transforms/grad/gradcheck.h"
+#include "func/grad/gradcheck.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,11 +6,11 @@
 #include <sstream>
 #include <string>
 
+#include "func/grad/grad_call.h"
+#include "func/jvp/jvp_call.h"
 #include "ops/creation.h"
 #include "tensor/error.h"
 #include "tensor/generator.h"
-#include "transforms/grad/grad_call.h"
-#include "transforms/jvp/jvp_call.h"
 
 namespace strata::testing {
 

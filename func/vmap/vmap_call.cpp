@@ -1,4 +1,4 @@
-#include "transforms/vmap/vmap_call.h"
+#include "func/vmap/vmap_call.h"
 
 #include <sstream>
 

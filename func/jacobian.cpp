@@ -1,15 +1,15 @@
-#include "transforms/jacobian.h"
+#include "func/jacobian.h"
 
 #include <algorithm>
 
 #include "dispatcher/dispatch_mode.h"
+#include "func/vmap/vmap.h"
 #include "ops/creation.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 #include "tensor/storage.h"
 #include "tensor/tensor_impl.h"
 #include "transforms/layer_stack.h"
-#include "transforms/vmap/vmap.h"
 
 namespace strata::jacobian {
 namespace {

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "transforms/grad/grad.h"
-#include "transforms/jvp/jvp_call.h"
-#include "transforms/tree.h"
+#include "func/grad/grad.h"
+#include "func/jvp/jvp_call.h"
+#include "func/tree.h"
 
 // Forward mode: jvp (see DESIGN.md, the public API).
 

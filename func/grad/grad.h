@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "func/grad/grad_call.h"
+#include "func/tree.h"
 #include "ops/creation.h"
-#include "transforms/grad/grad_call.h"
-#include "transforms/tree.h"
 
 // Reverse-mode transforms: grad, grad_and_value, vjp (see DESIGN.md, the public API).
 
