@@ -52,7 +52,7 @@ void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const ch
 // always is.
 Tensor scaled(const Tensor& t, const Scalar& factor);
 
-// sum += grad for the backward engine (transforms/grad/engine.cpp), which has
+// sum += grad for the backward engine (func/grad/engine.cpp), which has
 // checked what add_ would: plain tensors (no transform's wrapper), the same dtype
 // and shape, sum contiguous and held by no one else. On CPU with no dispatch mode
 // to see the call it runs the kernel directly: through the dispatcher each of the
