@@ -7,6 +7,7 @@
 #include "tensor/scalar.h"
 #include "tensor/scalar_type.h"
 #include "tensor/tensor.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata::elementwise {
 
@@ -71,5 +72,12 @@ template <class... Args, Tensor (Tensor::*kMethod)(Args...) const>
 struct AsFunction<kMethod> {
   static Tensor call(const Tensor& self, Args... args) { return (self.*kMethod)(args...); }
 };
+
+// The unboxed batching rule of a binary pointwise op given by its public function,
+// or by a Tensor method.
+template <auto kOp>
+constexpr auto kBinaryRule = &batching::BinaryPointwiseRule<kOp>::call;
+template <auto kMethod>
+constexpr auto kBinaryMethodRule = kBinaryRule<&AsFunction<kMethod>::call>;
 
 }  // namespace strata::elementwise
