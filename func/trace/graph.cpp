@@ -1,5 +1,6 @@
 #include "func/trace/graph.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "tensor/error.h"
@@ -54,6 +55,17 @@ std::vector<std::string> Graph::op_names() const {
   return names;
 }
 
+size_t values_before(const GraphNode& node) {
+  int64_t end = 0;
+  for (const NodeArg& arg : node.args) {
+    for (int64_t id : arg.values) end = std::max(end, id + 1);
+  }
+  for (const NodeResult& r : node.results) {
+    if (!r.values.empty()) return static_cast<size_t>(std::max(end, r.values.front()));
+  }
+  return static_cast<size_t>(end);
+}
+
 Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
                     const std::vector<int64_t>& replacement) {
   std::vector<bool> used(g.values().size(), false);
@@ -80,12 +92,7 @@ Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
   auto mapped = [&](int64_t id) { return id < 0 ? id : new_id[static_cast<size_t>(replacement[id])]; };
   for (size_t n = 0; n < g.nodes().size(); ++n) {
     const GraphNode& node = g.nodes()[n];
-    for (const NodeResult& r : node.results) {
-      if (!r.values.empty()) {
-        sources_below(static_cast<size_t>(r.values.front()));
-        break;
-      }
-    }
+    sources_below(values_before(node));
     if (!keep_node[n]) continue;
     std::vector<NodeArg> args = node.args;
     for (NodeArg& arg : args) {

@@ -117,6 +117,9 @@ class Graph {
   std::vector<int64_t> outputs_;
 };
 
+// The values a node needs printed (or copied) before it: every id below this.
+size_t values_before(const GraphNode& node);
+
 // A node's constant argument as the text writes it (exact, so equal text means
 // an equal value).
 std::string constant_text(const IValue& v);

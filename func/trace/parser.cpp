@@ -339,12 +339,11 @@ void parse_node(LineParser& p, ParseState& st,
     if (args.size() >= schema_args.size()) p.fail(name + " takes " + std::to_string(schema_args.size()) + " arguments");
     const Argument& arg = schema_args[args.size()];
     const size_t at = p.pos_;
-    if (arg.type.kind != SchemaType::Kind::Tensor) {
-      if (!p.accept_word(arg.name + "=")) {
-        p.pos_ = at;
-        p.skip_space();
-        p.fail("expected argument '" + arg.name + "='");
-      }
+    // Tensor arguments are positional, but a None one prints as name=None.
+    if (!p.accept_word(arg.name + "=") && arg.type.kind != SchemaType::Kind::Tensor) {
+      p.pos_ = at;
+      p.skip_space();
+      p.fail("expected argument '" + arg.name + "='");
     }
     args.push_back(node_arg(p, st, arg, p.literal()));
   }
@@ -405,7 +404,9 @@ void parse_line(LineParser& p, ParseState& st, bool& returned) {
     }
     if (p.accept_word("constant")) {
       const Literal values = p.literal();
-      st.define(p, text_id, st.graph.add_constant(constant_tensor(p, type, values)));
+      Tensor constant = constant_tensor(p, type, values);
+      if (p.accept_word("wrapped")) constant.impl()->set_wrapped_number(true);
+      st.define(p, text_id, st.graph.add_constant(std::move(constant)));
       if (!p.at_end()) p.fail("unexpected text after the constant's values");
       return;
     }

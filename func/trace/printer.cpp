@@ -16,7 +16,8 @@
 // schema's name; a node with several results lists them with commas, a tensor-list
 // result in brackets, none as (). Numbers print exactly (17 significant digits); a
 // floating value always has a '.' or an exponent, so 2 and 2.0 stay apart (they
-// promote differently). A random op's generator prints as generator(seed=S, offset=O).
+// promote differently), and a constant made from a C++ number (`x * 2.5`) says
+// `wrapped` after its value, as it promotes like one. A random op's generator prints as generator(seed=S, offset=O).
 
 namespace strata {
 namespace {
@@ -142,6 +143,7 @@ void print_source(std::ostream& out, const Graph& g, size_t id) {
   } else {
     print_list(out, v.constant.to_vector<int64_t>(), [&](int64_t x) { out << x; });
   }
+  if (v.constant.impl()->is_wrapped_number()) out << " wrapped";
   out << '\n';
 }
 
@@ -158,12 +160,7 @@ std::string Graph::to_string() const {
     }
   };
   for (const GraphNode& node : nodes_) {
-    for (const NodeResult& result : node.results) {
-      if (!result.values.empty()) {
-        print_sources_below(static_cast<size_t>(result.values.front()));
-        break;
-      }
-    }
+    print_sources_below(values_before(node));
     print_node(out, *this, node);
   }
   print_sources_below(values_.size());
