@@ -58,5 +58,16 @@ if(NOT STRATA_MPI STREQUAL "OFF")
     message(FATAL_ERROR "STRATA_MPI=${STRATA_MPI} but MPI was not found (libopenmpi-dev)")
   endif()
 endif()
+# Open MPI refuses to run as root and to start more ranks than cores unless told;
+# CI runs as root on two cores. For test commands only: users' mpirun lines need
+# neither.
+set(STRATA_MPIEXEC_TEST_FLAGS "")
+if(STRATA_ENABLE_MPI)
+  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE mpiexec_version
+                  ERROR_QUIET)
+  if(mpiexec_version MATCHES "Open MPI|OpenRTE")
+    set(STRATA_MPIEXEC_TEST_FLAGS --allow-run-as-root --oversubscribe)
+  endif()
+endif()
 message(STATUS "Strata: MPI collectives ${STRATA_ENABLE_MPI}")
 find_package(ZLIB REQUIRED)
