@@ -15,7 +15,7 @@ struct GroupState {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
-  BucketOptions buckets;
+  CollectiveOptions options;
 };
 
 namespace {
@@ -153,19 +153,21 @@ std::string local_problem(const std::vector<Tensor>& leaves, Collective op) {
                                       DispatchKey::DynamicLayerFront, DispatchKey::Mode};
   for (size_t i = 0; i < leaves.size(); ++i) {
     const Tensor& leaf = leaves[i];
-    std::ostringstream why;
-    if (!leaf.defined()) {
-      why << "leaf " << i << " is an undefined tensor";
-    } else if (!leaf.device().is_cpu()) {
-      why << "leaf " << i << " is on " << leaf.device()
+    const std::string at = "leaf " + std::to_string(i);
+    if (!leaf.defined()) return at + " is an undefined tensor";
+    if (!leaf.device().is_cpu()) {
+      std::ostringstream why;
+      why << at << " is on " << leaf.device()
           << "; the MPI group takes CPU tensors (NCCL is not built)";
-    } else if (!(leaf.key_set() & transform_keys).empty()) {
-      why << "leaf " << i << " is a tensor of a transform (grad, vmap, functionalize); "
-          << "collectives take plain tensors, outside transforms";
-    } else if (op == Collective::AllReduce && leaf.dtype() == kBool) {
-      why << "leaf " << i << " is Bool; all_reduce sums Float32, Float64 or Int64 leaves";
+      return why.str();
     }
-    if (!why.str().empty()) return why.str();
+    if (!(leaf.key_set() & transform_keys).empty()) {
+      return at + " is a tensor of a transform (grad, vmap, functionalize); collectives take "
+                  "plain tensors, outside transforms";
+    }
+    if (op == Collective::AllReduce && leaf.dtype() == kBool) {
+      return at + " is Bool; all_reduce sums Float32, Float64 or Int64 leaves";
+    }
   }
   return "";
 }
@@ -176,8 +178,8 @@ void agree(const GroupState& g, const char* tag, Collective op, int root,
   Fnv1a hash;
   hash.add(static_cast<uint64_t>(op));
   hash.add(static_cast<uint64_t>(root));
-  hash.add(g.buckets.bucket_bytes);
-  hash.add(g.buckets.direct_bytes);
+  hash.add(g.options.bucket_bytes);
+  hash.add(g.options.direct_bytes);
   hash.add(leaves.size());
   for (const Tensor& leaf : leaves) {
     if (!leaf.defined()) continue;
@@ -207,7 +209,9 @@ void agree(const GroupState& g, const char* tag, Collective op, int root,
 // the link's bandwidth), and the other leaves are packed into buckets of at most
 // bucket_bytes, one message each. A message of one contiguous leaf is reduced in
 // place, with no copy; the others go through a staging buffer and are copied
-// back after. The plan depends only on what the signature covers (dtypes, sizes,
+// back after. All messages are started at once (non-blocking) and waited for
+// together: on a loaded machine each blocking collective is a rendezvous that
+// can cost a time slice, and one wait for all of them pays it once. The plan depends only on what the signature covers (dtypes, sizes,
 // options), never on a rank's strides, so every rank makes the same one and the
 // messages pair up.
 struct Message {
@@ -216,7 +220,7 @@ struct Message {
   int64_t numel = 0;
 };
 
-std::vector<Message> plan(const std::vector<Tensor>& leaves, const BucketOptions& options) {
+std::vector<Message> plan(const std::vector<Tensor>& leaves, const CollectiveOptions& options) {
   std::vector<Message> messages;
   for (ScalarType dtype : {kFloat32, kFloat64, kInt64, kBool}) {
     const auto element = static_cast<size_t>(element_size(dtype));
@@ -252,45 +256,67 @@ MPI_Datatype mpi_type(ScalarType dtype) {
   return MPI_DATATYPE_NULL;
 }
 
-// One message's MPI calls, in pieces whose counts fit an int.
-void transfer(const GroupState& g, const char* tag, Collective op, int root, void* data,
-              int64_t numel, ScalarType dtype) {
+// Starts one message's MPI calls (non-blocking, in pieces whose counts fit an
+// int), appending their requests.
+void start(const GroupState& g, const char* tag, Collective op, int root, void* data,
+           int64_t numel, ScalarType dtype, std::vector<MPI_Request>& requests) {
   constexpr int64_t kMaxCount = INT_MAX / 2;
   auto* bytes = static_cast<char*>(data);
   for (int64_t first = 0; first < numel; first += kMaxCount) {
     const int count = static_cast<int>(std::min(kMaxCount, numel - first));
     void* piece = bytes + first * element_size(dtype);
+    MPI_Request request;
     if (op == Collective::AllReduce) {
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, piece, count, mpi_type(dtype), MPI_SUM, g.comm),
-                tag, "MPI_Allreduce");
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, piece, count, mpi_type(dtype), MPI_SUM, g.comm,
+                               &request),
+                tag, "MPI_Iallreduce");
     } else {
-      check_mpi(MPI_Bcast(piece, count, mpi_type(dtype), root, g.comm), tag, "MPI_Bcast");
+      check_mpi(MPI_Ibcast(piece, count, mpi_type(dtype), root, g.comm, &request), tag,
+                "MPI_Ibcast");
     }
+    requests.push_back(request);
   }
 }
 
 void run(const GroupState& g, const char* tag, Collective op, int root,
          const std::vector<Tensor>& leaves) {
-  agree(g, tag, op, root, leaves);
+  if (g.options.verify) {
+    agree(g, tag, op, root, leaves);
+  } else {
+    const std::string problem = local_problem(leaves, op);
+    STRATA_CHECK(problem.empty(), tag, problem);
+  }
   const bool sends = op == Collective::AllReduce || g.rank == root;
-  for (const Message& m : plan(leaves, g.buckets)) {
-    if (m.leaves.size() == 1 && leaves[m.leaves[0]].is_contiguous()) {
-      transfer(g, tag, op, root, leaves[m.leaves[0]].data_ptr(), m.numel, m.dtype);
-      continue;
+  const std::vector<Message> messages = plan(leaves, g.options);
+  // Each message's staging buffer (undefined: in place), packed before any starts.
+  std::vector<Tensor> staging(messages.size());
+  auto slice = [&](size_t m, size_t i, int64_t offset) {
+    return staging[m].narrow(0, offset, leaves[i].numel()).view(leaves[i].sizes());
+  };
+  std::vector<MPI_Request> requests;
+  for (size_t m = 0; m < messages.size(); ++m) {
+    const Message& message = messages[m];
+    void* data = nullptr;
+    if (message.leaves.size() == 1 && leaves[message.leaves[0]].is_contiguous()) {
+      data = leaves[message.leaves[0]].data_ptr();
+    } else {
+      staging[m] = empty({message.numel}, message.dtype);
+      int64_t offset = 0;
+      for (size_t i : message.leaves) {
+        if (sends) slice(m, i, offset).copy_(leaves[i]);
+        offset += leaves[i].numel();
+      }
+      data = staging[m].data_ptr();
     }
-    const Tensor bucket = empty({m.numel}, m.dtype);
-    auto slice = [&](size_t i, int64_t offset) {
-      return bucket.narrow(0, offset, leaves[i].numel()).view(leaves[i].sizes());
-    };
+    start(g, tag, op, root, data, message.numel, message.dtype, requests);
+  }
+  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
+            tag, "MPI_Waitall");
+  for (size_t m = 0; m < messages.size(); ++m) {
+    if (!staging[m].defined()) continue;
     int64_t offset = 0;
-    for (size_t i : m.leaves) {
-      if (sends) slice(i, offset).copy_(leaves[i]);
-      offset += leaves[i].numel();
-    }
-    transfer(g, tag, op, root, bucket.data_ptr(), m.numel, m.dtype);
-    offset = 0;
-    for (size_t i : m.leaves) {
-      leaves[i].copy_(slice(i, offset));
+    for (size_t i : messages[m].leaves) {
+      leaves[i].copy_(slice(m, i, offset));
       offset += leaves[i].numel();
     }
   }
@@ -321,12 +347,11 @@ void Group::abort(const std::string& message, int exit_code) const {
   std::abort();
 }
 
-const BucketOptions& Group::bucket_options() const { return state_->buckets; }
+const CollectiveOptions& Group::options() const { return state_->options; }
 
-void Group::set_bucket_options(const BucketOptions& options) {
-  STRATA_CHECK(options.bucket_bytes > 0, "dist::set_bucket_options",
-               "bucket_bytes must be positive");
-  state_->buckets = options;
+void Group::set_options(const CollectiveOptions& options) {
+  STRATA_CHECK(options.bucket_bytes > 0, "dist::set_options", "bucket_bytes must be positive");
+  state_->options = options;
 }
 
 Group init(int& argc, char**& argv) { return init_world(&argc, &argv); }

@@ -17,12 +17,18 @@
 
 namespace strata::dist {
 
-// How collectives cut a tree into messages: see Note [Bucketed collectives].
-struct BucketOptions {
-  // Leaves are packed into buckets of at most this many bytes, one message each.
+// How collectives move a tree. Every rank must use the same options.
+struct CollectiveOptions {
+  // Note [Bucketed collectives]: leaves are packed into buckets of at most
+  // bucket_bytes, one message each; a leaf of at least direct_bytes is a message
+  // of its own (in place when contiguous).
   size_t bucket_bytes = size_t{4} << 20;
-  // A contiguous leaf at least this large is its own message, sent in place.
-  size_t direct_bytes = size_t{1} << 20;
+  size_t direct_bytes = size_t{256} << 10;
+  // Note [Collective signatures]: the ranks first agree that they were given the
+  // same tree, so a mismatch is an error on every rank instead of a hang or mixed
+  // data. Turning it off saves one small all-reduce per call (bench/README.md);
+  // a mismatch is then undefined.
+  bool verify = true;
 };
 
 struct GroupState;
@@ -59,8 +65,9 @@ class Group {
   // rank sees alone, where throwing would leave the others waiting.
   [[noreturn]] void abort(const std::string& message, int exit_code = 1) const;
 
-  const BucketOptions& bucket_options() const;
-  void set_bucket_options(const BucketOptions& options);
+  const CollectiveOptions& options() const;
+  // For this group and its copies, on this rank.
+  void set_options(const CollectiveOptions& options);
 
   void all_reduce_leaves(const std::vector<Tensor>& leaves) const;
   void broadcast_leaves(const std::vector<Tensor>& leaves, int root) const;

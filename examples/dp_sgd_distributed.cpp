@@ -35,7 +35,7 @@ struct Config {
   double sigma = 2.15;            // noise multiplier
   double clip = 0.1;              // C
   double learning_rate = 4.0;
-  int64_t physical_batch = 256;   // samples per vmap(grad) call
+  int64_t physical_batch = 0;     // samples per vmap(grad) call (0: auto)
   int64_t train_samples = 60000;  // a prefix of the training set
   int64_t test_samples = 10000;   // a prefix of the test set
   uint64_t seed = 0;

@@ -1,5 +1,6 @@
 #include "distributed/dp/dp_sgd.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace strata::dp {
@@ -9,6 +10,11 @@ double sensitivity(const DpSgdOptions& options) {
   double squares = 0;
   for (double c : options.max_grad_norms) squares += c * c;
   return std::sqrt(squares);
+}
+
+int64_t auto_physical_batch(int64_t parameter_bytes) {
+  constexpr int64_t kChunkBytes = int64_t{6} << 20, kMinimum = 16;
+  return std::max(kMinimum, kChunkBytes / std::max<int64_t>(parameter_bytes, 1));
 }
 
 void add_noise(const std::vector<Tensor>& leaves, double std, uint64_t seed, int64_t step) {

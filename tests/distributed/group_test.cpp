@@ -98,19 +98,20 @@ TEST(Group, AllReduceWritesThroughNonContiguousViews) {
   EXPECT_EQ(b.select(1, 3).to_vector<double>(), (b_base.select(1, 3) * rank_factor).to_vector<double>());
 }
 
-// Tiny buckets and a small direct threshold: many messages, the same sums.
+// Tiny buckets and a small direct threshold (many messages), one bucket, no
+// signature check: the same sums.
 TEST(Group, AllReduceGivesTheSameSumsWithAnyBucketing) {
   st::dist::Group g = world();
-  const st::dist::BucketOptions saved = g.bucket_options();
-  for (const st::dist::BucketOptions options :
-       {st::dist::BucketOptions{64, 256}, st::dist::BucketOptions{1 << 20, 1 << 30},
-        st::dist::BucketOptions{8, 8}}) {
-    g.set_bucket_options(options);
+  const st::dist::CollectiveOptions saved = g.options();
+  for (const st::dist::CollectiveOptions options :
+       {st::dist::CollectiveOptions{64, 256}, st::dist::CollectiveOptions{1 << 20, 1 << 30},
+        st::dist::CollectiveOptions{8, 8}, st::dist::CollectiveOptions{64, 256, false}}) {
+    g.set_options(options);
     const Params mine = tree_of_rank(g.rank());
     g.all_reduce(mine);
     expect_equal(mine, sum_over_ranks(g.size()), 1e-6);
   }
-  g.set_bucket_options(saved);
+  g.set_options(saved);
 }
 
 TEST(Group, AllReduceOfALargeLeafInPlace) {
