@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include "dispatcher/dispatch_mode.h"
 #include "tensor/error.h"
 #include "transforms/layer_stack.h"
 
@@ -80,6 +81,9 @@ std::vector<Tensor> HigherOrderOperator::call(HopKey key, const HopArgs& args) c
 }
 
 HopKey current_hop_key() {
+  // A recording mode sits below every transform, but inline rules above it
+  // would still hand it the ops of one branch: it decides first.
+  if (!modes_allow_inline_higher_order_ops()) return HopKey::Trace;
   if (layer_stack_empty()) return HopKey::Backend;
   switch (top_layer("higher-order operator").interpreter->kind()) {
     case TransformKind::Grad: return HopKey::Grad;

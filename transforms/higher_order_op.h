@@ -18,7 +18,9 @@ namespace strata {
 // function, not only with the tensors. So it is an object with one
 // implementation per key, registered with impl() (seed 002's py_impl), and a
 // call picks the implementation by the top of the layer stack: Backend with no
-// transform running, else the top layer's kind. The key names the transform
+// transform running, else the top layer's kind; but Trace whenever a dispatch
+// mode that records a graph is pushed (DispatchMode::allows_inline_higher_order_ops),
+// even below transforms, since an inline rule would record one run's branch. The key names the transform
 // rather than a tensor dispatch key because the layer stack, not the tensors'
 // keys, decides which transform sees a call first (Note [The dynamic layer stack]).
 // A key with no implementation is a strata::Error naming the operator, the key
@@ -70,7 +72,8 @@ class HigherOrderOperator {
   std::array<Impl, kNumHopKeys> impls_;
 };
 
-// The key a higher-order call takes now: the top layer's transform, Backend when none runs.
+// The key a higher-order call takes now: Trace under a recording mode, else the
+// top layer's transform, Backend when none runs.
 HopKey current_hop_key();
 // The operator registered under `name`, or nullptr.
 const HigherOrderOperator* find_higher_order_op(const std::string& name);

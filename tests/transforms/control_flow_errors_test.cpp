@@ -125,4 +125,24 @@ TEST_F(ControlFlowErrors, MissingKeyNamesTheOperatorAndTheKey) {
   EXPECT_EQ(st::find_higher_order_op("test::no_such_op"), nullptr);
 }
 
+TEST_F(ControlFlowErrors, TraceRefusesRatherThanRecordingOneBranch) {
+  const st::Tensor x = st::tensor({1.0, 2.0}, {2});
+  auto f = [](const st::Tensor& v) {
+    return st::cond(v.sum() > 0.0, [](const st::Tensor& a) { return a.sin(); },
+                    [](const st::Tensor& a) { return a.cos(); }, v);
+  };
+  expect_contains(error_message([&] { st::trace(f)(x); }),
+                  {"strata::cond", "no implementation for key Trace"});
+  expect_contains(error_message([&] { st::trace(st::vmap(f))(st::stack({x, -x}, 0)); }),
+                  {"strata::cond", "key Trace"});
+  // A mode that only observes sees the taken branch's ops.
+  std::map<std::string, int> counts;
+  {
+    st::DispatchModeGuard guard(std::make_shared<st::testing::CountingMode>(counts));
+    f(x);
+  }
+  EXPECT_EQ(counts["strata::sin"], 1);
+  EXPECT_EQ(counts["strata::cos"], 0);
+}
+
 }  // namespace
