@@ -6,6 +6,7 @@
 #include "dispatcher/dispatch_mode.h"
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/library.h"
+#include "func/control_flow/control_flow.h"
 #include "func/functionalize/functionalize.h"
 #include "func/grad/grad.h"
 #include "func/grad/gradcheck.h"
@@ -19,4 +20,5 @@
 #include "tensor/allocator.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
+#include "transforms/higher_order_op.h"
 #include "transforms/vmap/batching.h"
