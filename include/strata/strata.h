@@ -6,6 +6,7 @@
 #include "dispatcher/dispatch_mode.h"
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/library.h"
+#include "func/custom/custom_function.h"
 #include "func/grad/grad.h"
 #include "func/grad/gradcheck.h"
 #include "func/jacobian.h"
