@@ -7,6 +7,7 @@
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/library.h"
 #include "func/custom/custom_function.h"
+#include "func/flop_counter.h"
 #include "func/grad/grad.h"
 #include "func/grad/gradcheck.h"
 #include "func/jacobian.h"
