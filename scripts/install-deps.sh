@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make libeigen3-dev libtbb-dev librange-v3-dev libgtest-dev
-          libgmock-dev libbenchmark-dev libopenblas-dev python3)
+          libgmock-dev libbenchmark-dev libopenblas-dev libdlpack-dev python3)
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(libtorch-dev python3-torch libopenblas0-openmp python3-matplotlib)
 fi

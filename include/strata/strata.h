@@ -17,6 +17,7 @@
 #include "kernels/cpu/parallel.h"
 #include "ops/ops.h"
 #include "tensor/allocator.h"
+#include "tensor/dlpack.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
 #include "transforms/vmap/batching.h"
