@@ -38,9 +38,13 @@ class CustomNode final : public autograd::Node {
       : Node(std::move(edges)),
         f_(std::move(f)),
         inputs_(std::move(inputs)),
-        outputs_(std::move(outputs)) {}
+        outputs_(std::move(outputs)) {
+    for (const Tensor& t : inputs_) versions_.push_back(t.defined() ? t.version() : 0);
+    for (const Tensor& t : outputs_) versions_.push_back(t.defined() ? t.version() : 0);
+  }
 
   autograd::GradList apply(autograd::NodeVector<Tensor>& grads_out) override {
+    check_versions();
     std::vector<Tensor> cotangents(outputs_.size());
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const Tensor& out = outputs_[i];
@@ -62,9 +66,24 @@ class CustomNode final : public autograd::Node {
   std::string name() const override { return f_->rules.name; }
 
  private:
+  // The vjp reads the inputs and outputs as they were: one written in place
+  // since would give a silently wrong gradient.
+  void check_versions() const {
+    for (size_t i = 0; i < versions_.size(); ++i) {
+      const bool is_input = i < inputs_.size();
+      const Tensor& t = is_input ? inputs_[i] : outputs_[i - inputs_.size()];
+      if (!t.defined() || t.version() == versions_[i]) continue;
+      STRATA_FAIL(f_->rules.name.c_str(), is_input ? "input " : "output ",
+                  is_input ? i : i - inputs_.size(), " (shape ", shape_string(t.sizes()),
+                  "), saved for the vjp rule, was modified by an in-place op before the backward "
+                  "pass; clone it before modifying it");
+    }
+  }
+
   FunctionPtr f_;
   std::vector<Tensor> inputs_;
   std::vector<Tensor> outputs_;
+  std::vector<uint32_t> versions_;
 };
 
 autograd::Edge gradient_edge(const Tensor& t, int64_t level) {

@@ -194,5 +194,22 @@ TEST_F(CustomFunctionErrors, VjpReturnsTheWrongNumberShapeOrDtype) {
                   {"my_fn", "Float32", "input 1", "Float64"});
 }
 
+TEST_F(CustomFunctionErrors, InputWrittenBeforeTheBackwardPass) {
+  const CustomFunction f = cube_vjp_only();
+  const Tensor x = tensor({1.0, 2.0});
+  expect_contains(error_message([&] {
+                    auto [out, vjp_fn] = vjp(
+                        [&](const Tensor& v) {
+                          const Tensor c = v * 1.0;
+                          const Tensor y = f({c})[0];
+                          c.mul_(full({}, 2.0, kFloat64));
+                          return y;
+                        },
+                        x);
+                    vjp_fn(ones({2}, kFloat64));
+                  }),
+                  {"cube", "input 0", "modified by an in-place op"});
+}
+
 }  // namespace
 }  // namespace strata
