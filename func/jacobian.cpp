@@ -170,8 +170,15 @@ void check_output(const char* transform, size_t index, const Tensor& value, int6
                "; only floating-point outputs have a Jacobian (level ", level, ")");
 }
 
+void check_has_outputs(const char* transform, size_t count, int64_t level) {
+  STRATA_CHECK(count > 0, transform,
+               "the function returned no tensors; a Jacobian needs at least one output (level ",
+               level, ")");
+}
+
 std::vector<Tensor> reverse(autograd::GradCall& call, const std::vector<Tensor>& outputs,
                             const JacobianOptions& options) {
+  check_has_outputs(call.transform(), outputs.size(), call.level());
   std::vector<Tensor> values;
   values.reserve(outputs.size());
   for (const Tensor& out : outputs) {
