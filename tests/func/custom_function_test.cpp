@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <strata/strata.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "tests/test_support.h"
@@ -161,6 +163,18 @@ TEST(CustomFunction, JacfwdUnderVmapWithoutAnyVmapRule) {
   for (int64_t i = 0; i < 2; ++i) {
     EXPECT_TRUE(allclose(js.select(0, i), diag(xs.select(0, i) * xs.select(0, i) * 3.0)));
   }
+}
+
+// trace records what runs below every transform: the forward's ops and the vjp
+// rule's (not one node for the custom function); the replay gives the rule's gradient.
+TEST(CustomFunction, TraceRecordsTheRulesOps) {
+  const CustomFunction f = doubled_sin();
+  auto g = grad([&](const Tensor& x) { return f({x})[0].sum(); });
+  const Graph graph = trace(g)(kX);
+  const Tensor other = tensor({0.3, 0.1, -0.7});
+  EXPECT_TRUE(allclose(graph(other)[0], other.cos() * 2.0));
+  const std::vector<std::string> ops = graph.op_names();
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "strata::cos"), ops.end());
 }
 
 using CustomFunctionErrors = testing::TransformStateRestored;
