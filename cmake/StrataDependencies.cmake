@@ -3,6 +3,8 @@
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(TBB REQUIRED)
 find_package(Threads REQUIRED)
+# DLPack exchange (tensor/dlpack.h): the header only, from libdlpack-dev.
+find_path(STRATA_DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
 if(STRATA_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

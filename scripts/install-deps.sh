@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make libeigen3-dev libtbb-dev librange-v3-dev libgtest-dev
-          libgmock-dev libbenchmark-dev libopenblas-dev python3 zlib1g-dev
+          libgmock-dev libbenchmark-dev libopenblas-dev libdlpack-dev python3 zlib1g-dev
           libopenmpi-dev openmpi-bin dataset-fashion-mnist)
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(libtorch-dev python3-torch libopenblas0-openmp python3-matplotlib)
