@@ -170,6 +170,14 @@ void check_output(const char* transform, size_t index, const Tensor& value, int6
                "; only floating-point outputs have a Jacobian (level ", level, ")");
 }
 
+void throw_chunk_structure(const char* transform, int64_t chunk_size,
+                           const std::string& difference) {
+  STRATA_FAIL(transform, "with chunk_size ", chunk_size,
+              ", f returned a result structured otherwise for a later chunk of basis vectors "
+              "than for the first (",
+              difference, "); f must return the same structure on every call");
+}
+
 std::vector<Tensor> reverse(autograd::GradCall& call, const std::vector<Tensor>& outputs,
                             const JacobianOptions& options) {
   std::vector<Tensor> values;
