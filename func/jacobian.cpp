@@ -25,9 +25,9 @@ Tensor reshaped(const Tensor& t, IntArrayRef sizes) {
 }
 
 // Note [Reusing the identity basis]
-// jacfwd and hessian push the whole n x n identity through fn on every call;
-// at n = 256 building it (a 256 KB memset) was 4 % of the Hessian. A small
-// identity is kept per thread and handed out again only while nothing else can
+// jacfwd and hessian push the whole n x n identity through fn on every call, and
+// building it (a memset of n^2 elements) is a visible part of a small Hessian's
+// cost. A small identity is kept per thread and handed out again only while nothing else can
 // have written it or still holds it: its storage's version is the one it was
 // built with, and the cache holds the only reference to the tensor and its
 // storage (a caller that kept the basis, or a view of it, keeps it from reuse).
