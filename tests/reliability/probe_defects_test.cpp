@@ -216,7 +216,9 @@ TEST_F(ProbeDefects, MoreOutDimsThanOutputs) {
 // 10. Messages name the transform, its level and what a sample looks like.
 TEST_F(ProbeDefects, OpErrorInsideVmapNamesTheTransformAndTheSampleShape) {
   auto f = [](const Tensor& x) { return x.matmul(ones({4})); };
-  expect_contains(error_message([&] { vmap(f)(ones({2, 3})); }),
+  expect_contains(error_message([&] {
+                    vmap(f)(ones({2, 3}));
+                  }),
                   {"matmul", "raised inside vmap (layers: vmap(level", "batch size 2",
                    "has per-sample shape [3]"});
 }
@@ -256,6 +258,22 @@ TEST_F(ProbeDefects, OutOfMemoryNamesTheOpAndTheShape) {
   expect_contains(error_message([&] { (void)empty({n}); }),
                   {"empty", "Float32 tensor of shape [274877906944]", "1099511627776 bytes"});
 #endif
+}
+
+// Found by the differential fuzzer (program seed 80): a tracked value written in
+// place into a view of an untracked tensor left the base without history, and
+// grad returned a wrong gradient; it must raise like a write into a tracked view.
+TEST_F(ProbeDefects, GradOfAnInPlaceWriteIntoAViewOfAnUntrackedClone) {
+  const Tensor y = arange(6, kFloat64).reshape({2, 3});
+  auto loss = [&](const Tensor& x) {
+    Tensor t = y.clone();
+    t.reshape({-1}).mul_(x.reshape({-1}));
+    return t.sum();
+  };
+  expect_contains(error_message([&] {
+                    grad(loss)(ones({2, 3}, kFloat64));
+                  }),
+                  {"mul_", "a view", "grad does not rewrite a view's base"});
 }
 
 }  // namespace
