@@ -17,4 +17,5 @@
 #include "tensor/allocator.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
+#include "transforms/grad/no_grad.h"
 #include "transforms/vmap/batching.h"
