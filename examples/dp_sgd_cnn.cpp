@@ -82,9 +82,9 @@ bool agrees_with_loop(const Model& model, const PerSample& per_sample, const Par
   const Params vmapped = std::get<0>(per_sample(params, b.x, b.y));
   std::map<std::string, std::vector<st::Tensor>> parts;
   for (int64_t i = 0; i < b.x.size(0); ++i) {
-    for (auto& [name, g] :
-         std::get<0>(clipped_grad(model, params, b.x.select(0, i), b.y.select(0, i))))
-      parts[name].push_back(g);
+    const Params grads =
+        std::get<0>(clipped_grad(model, params, b.x.select(0, i), b.y.select(0, i)));
+    for (const auto& [name, g] : grads) parts[name].push_back(g);
   }
   bool ok = true;
   for (const auto& [name, gs] : parts)

@@ -71,7 +71,10 @@ Tensor cos_derivative(const Tensor& x) { return -x.sin(); }
 constexpr uint32_t kInput = args(0);
 constexpr uint32_t kOutput = args(0);
 
+// Negation is linear: the gradient and the tangent are negated (a rule of its own
+// rather than linear_forward, which re-calls the op and so cannot serve neg_).
 void neg_backward(BackwardContext& c) { c.set_grad(0, -c.grad()); }
+void neg_forward(ForwardContext& c) { c.set_tangent(0, -c.tangent(0)); }
 
 // Through relu_backward, one pass (Note [relu's gradient as one op]).
 void relu_backward_formula(BackwardContext& c) {
@@ -167,7 +170,7 @@ KernelFunction of_output() {
 Facet<Kernel> elementwise::unary_derivative(UnaryOp op) {
   switch (op) {
     case UnaryOp::Neg:
-      return derivative({.backward = &neg_backward, .forward = &autograd::linear_forward});
+      return derivative({.backward = &neg_backward, .forward = &neg_forward});
     case UnaryOp::Abs: return of_input<&abs_derivative>();
     case UnaryOp::Sign:
       return {autograd::non_differentiable(),
