@@ -11,6 +11,7 @@
 #include "func/jacobian.h"
 #include "func/jvp/jvp.h"
 #include "func/jvp/linearize.h"
+#include "func/trace/trace.h"
 #include "func/vmap/vmap.h"
 #include "kernels/cpu/parallel.h"
 #include "ops/ops.h"
