@@ -4,6 +4,7 @@
 #include "tensor/error.h"
 #include "transforms/grad/formula_node.h"
 #include "transforms/grad/grad_interpreter.h"
+#include "transforms/grad/no_grad.h"
 #include "transforms/jvp/forward_call.h"
 #include "transforms/tensor_wrapper.h"
 #include "transforms/grad/view_write_node.h"
@@ -48,7 +49,10 @@ bool requires_grad_at(const Tensor& t, int64_t level) {
 
 // Whether the call has anything to record: checked before any bookkeeping, since
 // most calls under grad involve only constants (factories, indices, masks).
+// Under a NoGradGuard made inside this level's function nothing is recorded
+// (Note [No grad inside a transform]).
 bool any_input_requires_grad(const Stack& stack, size_t first, int64_t level) {
+  if (level <= no_grad_through_level()) return false;
   return any_tensor_argument(stack, first,
                              [level](const Tensor& t) { return requires_grad_at(t, level); });
 }
