@@ -8,6 +8,7 @@
 
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/ivalue.h"
+#include "func/trace/typed_replay.h"
 #include "func/tree.h"
 
 // Note [Trace graphs]
@@ -65,6 +66,8 @@ struct GraphNode {
   const KernelFunction* kernel = nullptr;
   std::vector<NodeArg> args;
   std::vector<NodeResult> results;
+  // The kernel's typed call, when it has one replay knows (Note [Typed replay]).
+  TypedReplayFn typed = nullptr;
 };
 
 class Graph {
