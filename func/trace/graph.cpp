@@ -62,7 +62,7 @@ size_t values_before(const GraphNode& node) {
     for (int64_t id : arg.values) end = std::max(end, id + 1);
   }
   for (const NodeResult& r : node.results) {
-    if (!r.values.empty()) return static_cast<size_t>(std::max(end, r.values.front()));
+    if (!r.values.empty()) return static_cast<size_t>(std::max(end, r.values[0]));
   }
   return static_cast<size_t>(end);
 }

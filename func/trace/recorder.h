@@ -25,6 +25,7 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
  public:
   explicit GraphRecorder(TraceOptions options);
   void dispatch(const OperatorHandle& op, Stack& stack) override;
+  bool passes_on(const OperatorHandle& op) const override;
 
   // A placeholder for one input leaf; returns the tensor the traced function
   // gets for it (a fake one in fake mode).

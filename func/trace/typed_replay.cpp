@@ -1,8 +1,10 @@
 #include "func/trace/typed_replay.h"
 
+#include <mutex>
 #include <optional>
 #include <tuple>
 #include <typeinfo>
+#include <unordered_map>
 #include <vector>
 
 #include "func/trace/graph.h"
@@ -143,17 +145,29 @@ const Entry kTyped[] = {
     entry<Tensor(T, S, OptDtype)>(),
 };
 
+// The entry for a kernel signature, or null. type_info equality may compare names,
+// so each signature's entry is looked up once and then found by its address.
+const Entry* entry_for(const std::type_info& signature) {
+  static std::mutex mutex;
+  static std::unordered_map<const std::type_info*, const Entry*> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto [it, inserted] = cache.try_emplace(&signature, nullptr);
+  if (inserted) {
+    for (const Entry& e : kTyped) {
+      if (*e.signature == signature) it->second = &e;
+    }
+  }
+  return it->second;
+}
+
 }  // namespace
 
 TypedReplayFn typed_replay_for(const GraphNode& node) {
   if (node.kernel == nullptr || !node.kernel->has_unboxed() || !node.kernel->cpp_signature()) {
     return nullptr;
   }
-  const std::type_info& signature = *node.kernel->cpp_signature()->type;
-  for (const Entry& e : kTyped) {
-    if (*e.signature == signature) return e.fits(node) ? e.run : nullptr;
-  }
-  return nullptr;
+  const Entry* e = entry_for(*node.kernel->cpp_signature()->type);
+  return e != nullptr && e->fits(node) ? e->run : nullptr;
 }
 
 }  // namespace strata
