@@ -50,6 +50,8 @@ Tensor GraphRecorder::add_input(const Tensor& leaf) {
   Tensor traced = options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf))
                   : ids_.count(leaf.impl()) ? alias_of(leaf)
                                             : leaf;
+  // A wrapped number keeps its place in type promotion (a Python-style scalar).
+  traced.impl()->set_wrapped_number(leaf.impl()->is_wrapped_number());
   bind(traced, graph_.add_input(value_type_of(leaf)));
   return traced;
 }
