@@ -26,6 +26,9 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   explicit GraphRecorder(TraceOptions options);
   void dispatch(const OperatorHandle& op, Stack& stack) override;
   bool passes_on(const OperatorHandle& op) const override;
+  // Control flow must be recorded as one node with subgraphs, not as the ops
+  // of the branch this run took.
+  bool allows_inline_higher_order_ops() const override { return false; }
 
   // A placeholder for one input leaf; returns the tensor the traced function
   // gets for it (a fake one in fake mode).
