@@ -15,7 +15,6 @@
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
-#include "tensor/overlap.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
 #include "transforms/vmap/batching.h"
