@@ -7,6 +7,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/elementwise_map.h"
 #include "ops/elementwise_backward.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/elementwise_util.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -79,12 +80,15 @@ ScalarType arithmetic_dtype(BinaryOp op, const Tensor& a, const Tensor& b, const
   return promoted;
 }
 
+// The op functions below serve every backend (registered as both cpu and cuda):
+// on_device (ops/elementwise_kernels.h) calls the kernel of the output's device.
 Tensor arithmetic(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const char* name = op_name(op);
   const ScalarType dtype = arithmetic_dtype(op, a, b, alpha, name);
   Tensor out =
-      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype, a.device(), name);
-  cpu::binary_kernel(op, out, InDtype(a, dtype), InDtype(b, dtype), alpha);
+      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype,
+                        on_device::result_device(a, b), name);
+  on_device::binary_kernel(op, out, InDtype(a, dtype), InDtype(b, dtype), alpha);
   return out;
 }
 
@@ -95,7 +99,7 @@ const Tensor& arithmetic_in_place(BinaryOp op, const Tensor& self, const Tensor&
   const ScalarType dtype = arithmetic_dtype(op, self, other, alpha, name);
   elementwise::check_in_place(self, dtype, broadcast_shapes(self.sizes(), other.sizes(), name),
                               name);
-  cpu::binary_kernel(op, self, self, InDtype(other, self.dtype()), alpha);
+  on_device::binary_kernel(op, self, self, InDtype(other, self.dtype()), alpha);
   self.impl()->bump_version();
   return self;
 }
@@ -123,8 +127,9 @@ Tensor compare_cpu(const Tensor& a, const Tensor& b) {
   const char* name = op_name(kOp);
   const ScalarType dtype = result_type(a, b);
   Tensor out =
-      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), kBool, a.device(), name);
-  cpu::compare_kernel(kOp, out, InDtype(a, dtype), InDtype(b, dtype));
+      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), kBool,
+                        on_device::result_device(a, b), name);
+  on_device::compare_kernel(kOp, out, InDtype(a, dtype), InDtype(b, dtype));
   return out;
 }
 
@@ -133,9 +138,14 @@ Tensor atan2_cpu(const Tensor& a, const Tensor& b) {
   const char* name = "strata::atan2";
   const ScalarType dtype = elementwise::floating_dtype(result_type(a, b));
   Tensor out =
-      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype, a.device(), name);
-  cpu::binary_floating_map(out, InDtype(a, dtype), InDtype(b, dtype), name,
-                           [](auto y, auto x) { return std::atan2(y, x); });
+      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype,
+                        on_device::result_device(a, b), name);
+  if (out.device().is_cuda()) {
+    gpu::atan2_kernel(out, InDtype(a, dtype), InDtype(b, dtype));
+  } else {
+    cpu::binary_floating_map(out, InDtype(a, dtype), InDtype(b, dtype), name,
+                             [](auto y, auto x) { return std::atan2(y, x); });
+  }
   return out;
 }
 
@@ -145,8 +155,9 @@ Tensor where_cpu(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const ScalarType dtype = result_type(a, b);
   const DimVector shape = broadcast_shapes(
       broadcast_shapes(condition.sizes(), a.sizes(), "strata::where"), b.sizes(), "strata::where");
-  Tensor out = make_empty_tensor(shape, dtype, a.device(), "strata::where");
-  cpu::where_kernel(out, condition, InDtype(a, dtype), InDtype(b, dtype));
+  Tensor out = make_empty_tensor(shape, dtype, on_device::result_device(condition, a, b),
+                                 "strata::where");
+  on_device::where_kernel(out, condition, InDtype(a, dtype), InDtype(b, dtype));
   return out;
 }
 
@@ -322,7 +333,8 @@ constexpr FlopFn kOnePerElement = &flops::per_output_element<1>;
 
 OpDef comparison(const char* schema, Kernel cpu, Kernel batching) {
   return {.schema = schema,
-          .cpu = std::move(cpu),
+          .cpu = cpu,
+          .cuda = std::move(cpu),
           .derivative = {autograd::non_differentiable(), "not differentiable: Bool output"},
           .batching = std::move(batching),
           .shape = &shape::pointwise_bool,
@@ -332,72 +344,84 @@ OpDef comparison(const char* schema, Kernel cpu, Kernel batching) {
 const OpFamily kBinaryOps("elementwise_binary", {
     {.schema = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
      .cpu = &arithmetic_alpha_cpu<BinaryOp::Add>,
+     .cuda = &arithmetic_alpha_cpu<BinaryOp::Add>,
      .derivative = by_partials<AddPartials<1>>(0),
      .batching = kRule<&strata::add>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
      .cpu = &in_place_alpha_cpu<BinaryOp::Add>,
+     .cuda = &in_place_alpha_cpu<BinaryOp::Add>,
      .derivative = by_partials<AddPartials<1>>(0),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,
      .flops = kOnePerElement},
     {.schema = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
      .cpu = &arithmetic_alpha_cpu<BinaryOp::Sub>,
+     .cuda = &arithmetic_alpha_cpu<BinaryOp::Sub>,
      .derivative = by_partials<AddPartials<-1>>(0),
      .batching = kRule<&strata::sub>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
      .cpu = &in_place_alpha_cpu<BinaryOp::Sub>,
+     .cuda = &in_place_alpha_cpu<BinaryOp::Sub>,
      .derivative = by_partials<AddPartials<-1>>(0),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,
      .flops = kOnePerElement},
     {.schema = "mul.Tensor(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Mul>,
+     .cuda = &arithmetic_cpu<BinaryOp::Mul>,
      .derivative = mul_derivative(),
      .batching = kRule<&strata::mul>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
      .cpu = &in_place_cpu<BinaryOp::Mul>,
+     .cuda = &in_place_cpu<BinaryOp::Mul>,
      .derivative = mul_derivative(),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,
      .flops = kOnePerElement},
     {.schema = "div.Tensor(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Div>,
+     .cuda = &arithmetic_cpu<BinaryOp::Div>,
      .derivative = by_partials<DivPartials>(args(1), args(0)),
      .batching = kRule<&strata::div>,
      .shape = &shape::pointwise_floating,
      .flops = kOnePerElement},
     {.schema = "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
      .cpu = &in_place_cpu<BinaryOp::Div>,
+     .cuda = &in_place_cpu<BinaryOp::Div>,
      .derivative = by_partials<DivPartials>(args(1), args(0)),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,
      .flops = kOnePerElement},
     {.schema = "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Pow>,
+     .cuda = &arithmetic_cpu<BinaryOp::Pow>,
      .derivative = by_partials<PowPartials>(args(0, 1), args(0)),
      .batching = kRule<static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&strata::pow)>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "atan2(Tensor self, Tensor other) -> Tensor",
      .cpu = &atan2_cpu,
+     .cuda = &atan2_cpu,
      .derivative = by_partials<Atan2Partials>(args(0, 1)),
      .batching = kMethodRule<&Tensor::atan2>,
      .shape = &shape::pointwise_floating,
      .flops = kOnePerElement},
     {.schema = "maximum(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Maximum>,
+     .cuda = &arithmetic_cpu<BinaryOp::Maximum>,
      .derivative = by_partials<SelectPartials<true>>(args(0, 1)),
      .batching = kRule<&strata::maximum>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "minimum(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Minimum>,
+     .cuda = &arithmetic_cpu<BinaryOp::Minimum>,
      .derivative = by_partials<SelectPartials<false>>(args(0, 1)),
      .batching = kRule<&strata::minimum>,
      .shape = &shape::pointwise,
@@ -420,6 +444,7 @@ const OpFamily kBinaryOps("elementwise_binary", {
                &compare_cpu<CompareOp::LogicalOr>, kMethodRule<&Tensor::logical_or>),
     {.schema = "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
      .cpu = &where_cpu,
+     .cuda = &where_cpu,
      .derivative = derivative(
          {.backward = &where_backward, .forward = &where_forward, .saved_inputs = args(0)}),
      .batching = batching::pointwise_batch_rule(),
