@@ -2,6 +2,8 @@
 // no CUDA allocator, so no CUDA tensor exists to reach the CUDA kernels that the
 // op rows register; each raises an error all the same.
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/linalg.h"
+#include "kernels/cuda/reduction.h"
 #include "tensor/allocator.h"
 #include "tensor/device.h"
 #include "tensor/error.h"
@@ -40,6 +42,15 @@ void atan2_kernel(const Tensor&, const Tensor&, const Tensor&) { unavailable(); 
 void fill_kernel(const Tensor&, const Scalar&) { unavailable(); }
 void copy_kernel(const Tensor&, const Tensor&) { unavailable(); }
 void copy_on_device(const Tensor&, const Tensor&) { unavailable(); }
+void mm_kernel(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&) {
+  unavailable();
+}
+void bmm_kernel(const Tensor&, const Tensor&, const Tensor&) { unavailable(); }
+void sum_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void mean_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void prod_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void amax_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void amin_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 
 }  // namespace gpu
 }  // namespace strata
