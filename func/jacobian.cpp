@@ -25,9 +25,9 @@ Tensor reshaped(const Tensor& t, IntArrayRef sizes) {
 }
 
 // Note [Reusing the identity basis]
-// jacfwd and hessian push the whole n x n identity through fn on every call;
-// at n = 256 building it (a 256 KB memset) was 4 % of the Hessian. A small
-// identity is kept per thread and handed out again only while nothing else can
+// jacfwd and hessian push the whole n x n identity through fn on every call, and
+// building it (a memset of n^2 elements) is a visible part of a small Hessian's
+// cost. A small identity is kept per thread and handed out again only while nothing else can
 // have written it or still holds it: its storage's version is the one it was
 // built with, and the cache holds the only reference to the tensor and its
 // storage (a caller that kept the basis, or a view of it, keeps it from reuse).
@@ -170,8 +170,15 @@ void check_output(const char* transform, size_t index, const Tensor& value, int6
                "; only floating-point outputs have a Jacobian (level ", level, ")");
 }
 
+void check_has_outputs(const char* transform, size_t count, int64_t level) {
+  STRATA_CHECK(count > 0, transform,
+               "the function returned no tensors; a Jacobian needs at least one output (level ",
+               level, ")");
+}
+
 std::vector<Tensor> reverse(autograd::GradCall& call, const std::vector<Tensor>& outputs,
                             const JacobianOptions& options) {
+  check_has_outputs(call.transform(), outputs.size(), call.level());
   std::vector<Tensor> values;
   values.reserve(outputs.size());
   for (const Tensor& out : outputs) {

@@ -66,6 +66,8 @@ Pushed forward(const BasisFunction& push, const std::vector<Tensor>& primals,
                const JacobianOptions& options);
 // Only floating-point outputs have a Jacobian.
 void check_output(const char* transform, size_t index, const Tensor& value, int64_t level);
+// A Jacobian needs at least one output tensor.
+void check_has_outputs(const char* transform, size_t count, int64_t level);
 
 namespace detail {
 
@@ -174,12 +176,13 @@ class Jacrev {
   auto operator()(const Args&... args) const {
     static_assert(autograd::detail::max_index<I...>() < sizeof...(Args),
                   "strata::jacrev: an argnum is out of range for the function's arguments");
+    static_assert(autograd::detail::distinct<I...>(), "strata::jacrev: an argnum is repeated");
     autograd::GradCall call("jacrev");
     auto entered =
         autograd::detail::enter_arguments<I...>(call, std::index_sequence_for<Args...>(), args...);
     const auto result = std::apply(f_, entered.first);
     const auto& out = output_of<kAux>(result);
-    call.end();
+    call.end(tree::flatten(out));
     const std::vector<Tensor> blocks = reverse(call, tree::flatten(out), options_);
     auto jacobian = assemble<I...>(out, blocks, call.leaves().size(), entered.second, args...);
     if constexpr (kAux) {
@@ -204,6 +207,7 @@ class Jacfwd {
   auto operator()(const Args&... args) const {
     static_assert(autograd::detail::max_index<I...>() < sizeof...(Args),
                   "strata::jacfwd: an argnum is out of range for the function's arguments");
+    static_assert(autograd::detail::distinct<I...>(), "strata::jacfwd: an argnum is repeated");
     std::vector<Tensor> primals;
     std::array<size_t, sizeof...(Args) + 1> first_leaf{};
     auto collect = [&]<size_t K>(const auto& arg) {
@@ -233,12 +237,13 @@ class Jacfwd {
       }
       (std::index_sequence_for<Args...>());
       const Result result = std::apply(f_, entered);
-      call.end();
+      call.end(tree::flatten(output_of<kAux>(result)));
       Pushed pushed;
       tree::for_each_leaf(output_of<kAux>(result), [&](const Tensor& t) {
         check_output("jacfwd", pushed.first.size(), call.primal(t), call.level());
         pushed.first.push_back(call.tangent(t));
       });
+      check_has_outputs("jacfwd", pushed.first.size(), call.level());
       if constexpr (kAux) {
         tree::for_each_leaf(std::get<1>(result),
                             [&](const Tensor& t) { pushed.second.push_back(call.primal(t)); });

@@ -1,6 +1,6 @@
 // Binary elementwise operators: arithmetic (out-of-place and in-place),
-// atan2, comparisons, logical and/or, and where; broadcasting and type promotion, with
-// C++ numbers taking part as wrapped numbers.
+// atan2; broadcasting and type promotion, with C++ numbers taking part as wrapped
+// numbers. Comparisons, logical ops and where: ops/elementwise_compare.cpp.
 #include <cmath>
 
 #include "dispatcher/op_def.h"
@@ -21,7 +21,6 @@ namespace strata {
 namespace {
 
 using cpu::BinaryOp;
-using cpu::CompareOp;
 using elementwise::InDtype;
 
 using BinarySig = Tensor(const Tensor&, const Tensor&);
@@ -50,20 +49,6 @@ constexpr const char* in_place_name(BinaryOp op) {
     case BinaryOp::Div: return "strata::div_";
     default: return op_name(op);
   }
-}
-
-constexpr const char* op_name(CompareOp op) {
-  switch (op) {
-    case CompareOp::Eq: return "strata::eq";
-    case CompareOp::Ne: return "strata::ne";
-    case CompareOp::Lt: return "strata::lt";
-    case CompareOp::Le: return "strata::le";
-    case CompareOp::Gt: return "strata::gt";
-    case CompareOp::Ge: return "strata::ge";
-    case CompareOp::LogicalAnd: return "strata::logical_and";
-    case CompareOp::LogicalOr: return "strata::logical_or";
-  }
-  return "?";
 }
 
 // The dtype `op` computes in for a and b: their promoted dtype, floating for div.
@@ -121,18 +106,6 @@ const Tensor& in_place_alpha_cpu(const Tensor& self, const Tensor& other, const 
   return arithmetic_in_place(kOp, self, other, alpha);
 }
 
-// Comparisons and logical ops compare in the promoted dtype and give Bool.
-template <CompareOp kOp>
-Tensor compare_cpu(const Tensor& a, const Tensor& b) {
-  const char* name = op_name(kOp);
-  const ScalarType dtype = result_type(a, b);
-  Tensor out =
-      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), kBool,
-                        on_device::result_device(a, b), name);
-  on_device::compare_kernel(kOp, out, InDtype(a, dtype), InDtype(b, dtype));
-  return out;
-}
-
 // atan2(a, b): the angle of the point (b, a), in the floating dtype of div.
 Tensor atan2_cpu(const Tensor& a, const Tensor& b) {
   const char* name = "strata::atan2";
@@ -146,18 +119,6 @@ Tensor atan2_cpu(const Tensor& a, const Tensor& b) {
     cpu::binary_floating_map(out, InDtype(a, dtype), InDtype(b, dtype), name,
                              [](auto y, auto x) { return std::atan2(y, x); });
   }
-  return out;
-}
-
-Tensor where_cpu(const Tensor& condition, const Tensor& a, const Tensor& b) {
-  STRATA_CHECK(condition.dtype() == kBool, "strata::where", "condition must be a Bool tensor, got ",
-               condition.dtype());
-  const ScalarType dtype = result_type(a, b);
-  const DimVector shape = broadcast_shapes(
-      broadcast_shapes(condition.sizes(), a.sizes(), "strata::where"), b.sizes(), "strata::where");
-  Tensor out = make_empty_tensor(shape, dtype, on_device::result_device(condition, a, b),
-                                 "strata::where");
-  on_device::where_kernel(out, condition, InDtype(a, dtype), InDtype(b, dtype));
   return out;
 }
 
@@ -289,64 +250,29 @@ struct SelectPartials {
   }
 };
 
-void where_backward(BackwardContext& c) {
-  const Tensor& condition = c.input(0);
-  Tensor zero = zeros_like(c.grad());
-  if (c.needs_grad(1)) c.set_grad(1, where(condition, c.grad(), zero));
-  if (c.needs_grad(2)) c.set_grad(2, where(condition, zero, c.grad()));
-}
-
-// Linear in the two values, but not linear_forward: a value of another dtype (a
-// Bool branch) is a constant here, with a zero tangent, not an index to keep.
-void where_forward(ForwardContext& c) {
-  c.set_tangent(0, where(c.input(0), c.tangent_or_zeros(1), c.tangent_or_zeros(2)));
-}
-
 // ---- batching rules (Note [Batching rules]): every op here is pointwise. The
-// out-of-place ops of two tensors take the unboxed rule, which calls the op on the
-// aligned batches without boxing; the in-place ops (which write into their batched
-// self) and where (three tensors) take the boxed one.
+// out-of-place ops take the unboxed rule, which calls the op on the aligned
+// batches without boxing; the in-place ops (which write into their batched self)
+// take the boxed one.
 
-template <auto kOp>
-constexpr auto kRule = &batching::BinaryPointwiseRule<kOp>::call;
-template <auto kMethod>
-constexpr auto kMethodRule = kRule<&elementwise::AsFunction<kMethod>::call>;
+using elementwise::kBinaryRule;
+using elementwise::kBinaryMethodRule;
 
 // ---- the rows (Note [One op, one place]) ----
-
-// where's result takes the values' promoted dtype; the condition only broadcasts.
-MetaList where_shape(OpArgs args) {
-  const Tensor& condition = shape::tensor_arg(args, 0);
-  const Tensor& a = shape::tensor_arg(args, 1);
-  const Tensor& b = shape::tensor_arg(args, 2);
-  const DimVector sizes = broadcast_shapes(
-      broadcast_shapes(condition.sizes(), a.sizes(), "strata::where"), b.sizes(), "strata::where");
-  return shape::single(sizes, result_type(a, b));
-}
 
 KernelFunction mul_derivative() {
   return derivative({.backward = &mul_backward, .forward = &mul_forward, .saved_inputs = args(0, 1)});
 }
 
-// Arithmetic counts one FLOP per output element; so does a comparison.
+// Arithmetic counts one FLOP per output element.
 constexpr FlopFn kOnePerElement = &flops::per_output_element<1>;
-
-OpDef comparison(const char* schema, Kernel cpu, Kernel batching) {
-  return {.schema = schema,
-          .cpu = cpu,
-          .cuda = std::move(cpu),
-          .derivative = {autograd::non_differentiable(), "not differentiable: Bool output"},
-          .batching = std::move(batching),
-          .shape = &shape::pointwise_bool,
-          .flops = kOnePerElement};
-}
 
 const OpFamily kBinaryOps("elementwise_binary", {
     {.schema = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
      .cpu = &arithmetic_alpha_cpu<BinaryOp::Add>,
      .cuda = &arithmetic_alpha_cpu<BinaryOp::Add>,
      .derivative = by_partials<AddPartials<1>>(0),
-     .batching = kRule<&strata::add>,
+     .batching = kBinaryRule<&strata::add>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
@@ -360,7 +286,7 @@ const OpFamily kBinaryOps("elementwise_binary", {
      .cpu = &arithmetic_alpha_cpu<BinaryOp::Sub>,
      .cuda = &arithmetic_alpha_cpu<BinaryOp::Sub>,
      .derivative = by_partials<AddPartials<-1>>(0),
-     .batching = kRule<&strata::sub>,
+     .batching = kBinaryRule<&strata::sub>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
@@ -374,7 +300,7 @@ const OpFamily kBinaryOps("elementwise_binary", {
      .cpu = &arithmetic_cpu<BinaryOp::Mul>,
      .cuda = &arithmetic_cpu<BinaryOp::Mul>,
      .derivative = mul_derivative(),
-     .batching = kRule<&strata::mul>,
+     .batching = kBinaryRule<&strata::mul>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
@@ -388,7 +314,7 @@ const OpFamily kBinaryOps("elementwise_binary", {
      .cpu = &arithmetic_cpu<BinaryOp::Div>,
      .cuda = &arithmetic_cpu<BinaryOp::Div>,
      .derivative = by_partials<DivPartials>(args(1), args(0)),
-     .batching = kRule<&strata::div>,
+     .batching = kBinaryRule<&strata::div>,
      .shape = &shape::pointwise_floating,
      .flops = kOnePerElement},
     {.schema = "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
@@ -402,54 +328,30 @@ const OpFamily kBinaryOps("elementwise_binary", {
      .cpu = &arithmetic_cpu<BinaryOp::Pow>,
      .cuda = &arithmetic_cpu<BinaryOp::Pow>,
      .derivative = by_partials<PowPartials>(args(0, 1), args(0)),
-     .batching = kRule<static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&strata::pow)>,
+     .batching = kBinaryRule<static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&strata::pow)>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "atan2(Tensor self, Tensor other) -> Tensor",
      .cpu = &atan2_cpu,
      .cuda = &atan2_cpu,
      .derivative = by_partials<Atan2Partials>(args(0, 1)),
-     .batching = kMethodRule<&Tensor::atan2>,
+     .batching = kBinaryMethodRule<&Tensor::atan2>,
      .shape = &shape::pointwise_floating,
      .flops = kOnePerElement},
     {.schema = "maximum(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Maximum>,
      .cuda = &arithmetic_cpu<BinaryOp::Maximum>,
      .derivative = by_partials<SelectPartials<true>>(args(0, 1)),
-     .batching = kRule<&strata::maximum>,
+     .batching = kBinaryRule<&strata::maximum>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "minimum(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Minimum>,
      .cuda = &arithmetic_cpu<BinaryOp::Minimum>,
      .derivative = by_partials<SelectPartials<false>>(args(0, 1)),
-     .batching = kRule<&strata::minimum>,
+     .batching = kBinaryRule<&strata::minimum>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
-    comparison("eq.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Eq>,
-               kMethodRule<&Tensor::eq>),
-    comparison("ne.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Ne>,
-               kMethodRule<&Tensor::ne>),
-    comparison("lt.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Lt>,
-               kMethodRule<&Tensor::lt>),
-    comparison("le.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Le>,
-               kMethodRule<&Tensor::le>),
-    comparison("gt.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Gt>,
-               kMethodRule<&Tensor::gt>),
-    comparison("ge.Tensor(Tensor self, Tensor other) -> Tensor", &compare_cpu<CompareOp::Ge>,
-               kMethodRule<&Tensor::ge>),
-    comparison("logical_and(Tensor self, Tensor other) -> Tensor",
-               &compare_cpu<CompareOp::LogicalAnd>, kMethodRule<&Tensor::logical_and>),
-    comparison("logical_or(Tensor self, Tensor other) -> Tensor",
-               &compare_cpu<CompareOp::LogicalOr>, kMethodRule<&Tensor::logical_or>),
-    {.schema = "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
-     .cpu = &where_cpu,
-     .cuda = &where_cpu,
-     .derivative = derivative(
-         {.backward = &where_backward, .forward = &where_forward, .saved_inputs = args(0)}),
-     .batching = batching::pointwise_batch_rule(),
-     .shape = &where_shape,
-     .flops = &flops::zero},
 });
 
 }  // namespace
@@ -475,11 +377,6 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   return STRATA_OP("strata::minimum", "", BinarySig).call(a, b);
 }
-Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
-  return STRATA_OP("strata::where", "self", Tensor(const Tensor&, const Tensor&, const Tensor&))
-      .call(condition, a, b);
-}
-
 Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const {
   return strata::add(*this, other, alpha);
 }
@@ -494,31 +391,6 @@ Tensor Tensor::minimum(const Tensor& other) const { return strata::minimum(*this
 Tensor Tensor::atan2(const Tensor& other) const {
   return STRATA_OP("strata::atan2", "", BinarySig).call(*this, other);
 }
-Tensor Tensor::eq(const Tensor& other) const {
-  return STRATA_OP("strata::eq", "Tensor", BinarySig).call(*this, other);
-}
-Tensor Tensor::ne(const Tensor& other) const {
-  return STRATA_OP("strata::ne", "Tensor", BinarySig).call(*this, other);
-}
-Tensor Tensor::lt(const Tensor& other) const {
-  return STRATA_OP("strata::lt", "Tensor", BinarySig).call(*this, other);
-}
-Tensor Tensor::le(const Tensor& other) const {
-  return STRATA_OP("strata::le", "Tensor", BinarySig).call(*this, other);
-}
-Tensor Tensor::gt(const Tensor& other) const {
-  return STRATA_OP("strata::gt", "Tensor", BinarySig).call(*this, other);
-}
-Tensor Tensor::ge(const Tensor& other) const {
-  return STRATA_OP("strata::ge", "Tensor", BinarySig).call(*this, other);
-}
-Tensor Tensor::logical_and(const Tensor& other) const {
-  return STRATA_OP("strata::logical_and", "", BinarySig).call(*this, other);
-}
-Tensor Tensor::logical_or(const Tensor& other) const {
-  return STRATA_OP("strata::logical_or", "", BinarySig).call(*this, other);
-}
-
 const Tensor& Tensor::add_(const Tensor& other, const Scalar& alpha) const {
   return STRATA_OP("strata::add_", "Tensor", InplaceAlphaSig).call(*this, other, alpha);
 }
@@ -545,19 +417,5 @@ Tensor operator+(const Scalar& a, const Tensor& b) { return add(wrapped_scalar_t
 Tensor operator-(const Scalar& a, const Tensor& b) { return sub(wrapped_scalar_tensor(a), b); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul(wrapped_scalar_tensor(a), b); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrapped_scalar_tensor(a), b); }
-Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
-Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
-Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
-Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
-Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
-Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
-Tensor operator==(const Tensor& a, const Scalar& b) { return a.eq(wrapped_scalar_tensor(b)); }
-Tensor operator!=(const Tensor& a, const Scalar& b) { return a.ne(wrapped_scalar_tensor(b)); }
-Tensor operator<(const Tensor& a, const Scalar& b) { return a.lt(wrapped_scalar_tensor(b)); }
-Tensor operator<=(const Tensor& a, const Scalar& b) { return a.le(wrapped_scalar_tensor(b)); }
-Tensor operator>(const Tensor& a, const Scalar& b) { return a.gt(wrapped_scalar_tensor(b)); }
-Tensor operator>=(const Tensor& a, const Scalar& b) { return a.ge(wrapped_scalar_tensor(b)); }
-Tensor operator&&(const Tensor& a, const Tensor& b) { return a.logical_and(b); }
-Tensor operator||(const Tensor& a, const Tensor& b) { return a.logical_or(b); }
 
 }  // namespace strata

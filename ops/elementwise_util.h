@@ -7,6 +7,7 @@
 #include "tensor/scalar.h"
 #include "tensor/scalar_type.h"
 #include "tensor/tensor.h"
+#include "transforms/vmap/batching.h"
 
 namespace strata::elementwise {
 
@@ -51,7 +52,7 @@ void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const ch
 // always is.
 Tensor scaled(const Tensor& t, const Scalar& factor);
 
-// sum += grad for the backward engine (transforms/grad/engine.cpp), which has
+// sum += grad for the backward engine (func/grad/engine.cpp), which has
 // checked what add_ would: plain tensors (no transform's wrapper), the same dtype
 // and shape, sum contiguous and held by no one else. On CPU with no dispatch mode
 // to see the call it runs the kernel directly: through the dispatcher each of the
@@ -71,5 +72,12 @@ template <class... Args, Tensor (Tensor::*kMethod)(Args...) const>
 struct AsFunction<kMethod> {
   static Tensor call(const Tensor& self, Args... args) { return (self.*kMethod)(args...); }
 };
+
+// The unboxed batching rule of a binary pointwise op given by its public function,
+// or by a Tensor method.
+template <auto kOp>
+constexpr auto kBinaryRule = &batching::BinaryPointwiseRule<kOp>::call;
+template <auto kMethod>
+constexpr auto kBinaryMethodRule = kBinaryRule<&AsFunction<kMethod>::call>;
 
 }  // namespace strata::elementwise

@@ -4,6 +4,7 @@
 
 #include "dispatcher/dispatcher.h"
 #include "transforms/grad/node.h"
+#include "transforms/view_tracking.h"
 
 namespace strata {
 namespace {
@@ -63,13 +64,19 @@ void call_below_wrapper_level(const OperatorHandle& op, Stack& stack, int64_t le
   if (written && wrapper_at_level(stack[first + *written].to_tensor(), level)) {
     written_wrapper = stack[first + *written].to_tensor();
   }
+  const bool view = op.entry().returns_view();
+  ViewCall view_call;
+  if (view) view_call = capture_view_call(stack, first);
   call_below_top_layer(op, unwrap_arguments(stack, first, level), stack);
   if (written_wrapper.defined()) {
-    static_cast<TensorWrapper*>(written_wrapper.impl())->refresh_metadata();
+    TensorWrapper* target = static_cast<TensorWrapper*>(written_wrapper.impl());
+    target->refresh_metadata();
+    note_write(*target);
     for (size_t i = first; i < stack.size(); ++i) stack[i] = written_wrapper;
     return;
   }
   wrap_results(stack, first, level);
+  if (view) set_view_origins(op, std::move(view_call), stack, first, level);
 }
 
 void WrapperInterpreter::send_to_next(const OperatorHandle& op, Stack& stack) {

@@ -1,7 +1,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
+#include "dispatcher/dispatcher.h"
 #include "dispatcher/ivalue.h"
 #include "tensor/tensor.h"
 #include "transforms/layer_stack.h"
@@ -12,12 +15,35 @@ namespace autograd {
 class Node;
 }
 
+// One view op as applied to a tensor: the op and its arguments after the viewed
+// one; for an op returning a list (split, unbind), which element.
+struct ViewStep {
+  OperatorHandle op;
+  Stack args;
+  int64_t list_index = -1;
+};
+
+// How a view at a grad or jvp level was made (Note [Views and in-place writes]).
+struct ViewOrigin {
+  // The root base, a wrapper at the same level that is not a view; undefined
+  // when the root is a tensor captured from outside the level.
+  Tensor base;
+  // The view ops that make this view from the base, in order.
+  std::vector<ViewStep> steps;
+  // The base's write_version this view's history and tangent reflect.
+  uint64_t base_version = 0;
+  // Made by expand or as_strided: its elements may share memory, so a write
+  // through it has no single region of the base to land in.
+  bool may_overlap = false;
+};
+
 // Autodiff state of a tensor at one grad or jvp level.
 struct AutogradMeta {
   bool requires_grad = false;
-  // The tensor came out of a view op: an in-place op on it would have to
-  // rewrite its base's history too, which grad does not do (see the Autograd kernel).
-  bool is_view = false;
+  // Set for the output of a view op at this level.
+  std::unique_ptr<ViewOrigin> view;
+  // On a root base: bumped by every in-place op on it or on a view of it.
+  uint64_t write_version = 0;
   // Which output of grad_fn this tensor is.
   uint32_t output_nr = 0;
   // The node that produced it; null for leaves.

@@ -1,5 +1,5 @@
-// FormulaNode's step of the backward pass (the rest of FormulaNode is in
-// transforms/grad/formula_node.cpp).
+// FormulaNode's step of the backward pass (the rest of FormulaNode and
+// BackwardContext is in transforms/grad/formula_node.cpp).
 #include <string>
 
 #include "ops/creation.h"
@@ -12,13 +12,20 @@
 // sits below ops/ and includes no ops/ header. The few things declared in
 // transforms/ whose bodies call an operator's C++ function are defined in func/,
 // above ops/, as Tensor's methods are declared in tensor/ and defined in ops/:
-//   FormulaNode::apply (zeros)                  func/grad/formula_apply.cpp
-//   ForwardContext, sum_defined, linear_forward
-//   (zeros_like, +)                             func/jvp/forward_context.cpp
-//   call_per_sample and the loop fallback (stack)  func/vmap/loop_fallback.cpp
-// Each moved whole, with the helpers it inlines, so no call changed.
+//   func/grad/formula_apply.cpp   FormulaNode::apply (zeros)
+//   func/jvp/forward_context.cpp  ForwardContext, sum_defined, linear_forward (zeros_like, +)
+//   func/vmap/loop_fallback.cpp   call_per_sample and the loop fallback (stack)
+// Each moved with the helpers it inlines (here BackwardContext's constructor and
+// check_saved_versions).
 
 namespace strata::autograd {
+
+BackwardContext::BackwardContext(FormulaNode& node, GradsOut& grads_out, GradList& grads_in)
+    : FormulaArguments(node.call_.args.data()),
+      node_(node),
+      grads_out_(grads_out),
+      grads_in_(grads_in),
+      needs_grad_args_(node.call_.needs_grad_args) {}
 
 void FormulaNode::check_saved_versions() const {
   if (saved_versions_.empty()) return;  // nothing saved (add, sum, views, ...)

@@ -34,6 +34,20 @@ constexpr bool contains() {
   return ((K == I) || ...);
 }
 
+// No argnum appears twice: each is one input's gradient (grad<0, 0> would be
+// the same gradient twice, or, as PyTorch's argnums=(0, 0), an error).
+template <size_t... I>
+constexpr bool distinct() {
+  constexpr size_t n = sizeof...(I);
+  constexpr size_t values[n == 0 ? 1 : n] = {I...};
+  for (size_t a = 0; a < n; ++a) {
+    for (size_t b = a + 1; b < n; ++b) {
+      if (values[a] == values[b]) return false;
+    }
+  }
+  return true;
+}
+
 // Wraps every tensor leaf of each argument at the call's level; arguments
 // listed in I... become differentiable leaves. Returns the wrapped arguments
 // and, per argument, the index of its first differentiable leaf.
@@ -80,7 +94,7 @@ class GradTransform {
     Out out = std::apply(f_, wrapped);
     const Tensor& output = primary_output<Out, kAux>(out);
     call.check_scalar_output(output);
-    call.end();
+    call.end({output});
     std::vector<Tensor> leaf_grads = call.backward({output}, {ones_like(call.leave(output))});
     auto grad_of = [&]<size_t Index>() {
       return tree::unflatten_like(std::get<Index>(std::tuple<const Args&...>(args...)), leaf_grads,
@@ -116,6 +130,7 @@ namespace autograd::detail {
 // Argnums default to 0.
 template <bool kAux, bool kValue, size_t... I, class F>
 auto make_grad(F f) {
+  static_assert(distinct<I...>(), "strata::grad: an argnum is repeated");
   if constexpr (sizeof...(I) == 0) {
     return GradTransform<kAux, kValue, F, 0>(std::move(f));
   } else {
@@ -185,8 +200,8 @@ auto vjp(F& f, std::index_sequence<K...> indices, const Primals&... primals) {
   using Out = std::decay_t<decltype(std::apply(f, wrapped))>;
   Out out = std::apply(f, wrapped);
   std::vector<Tensor> outputs = tree::flatten(out);
+  call->end(outputs);
   Out values = tree::map(out, [&](const Tensor& t) { return call->leave(t); });
-  call->end();
   VjpFunction<Out, Primals...> vjp_fn(call, std::move(outputs), std::tuple<Primals...>(primals...));
   return std::pair{std::move(values), std::move(vjp_fn)};
 }

@@ -6,11 +6,17 @@
 #include "transforms/grad/grad_interpreter.h"
 #include "transforms/grad/node.h"
 #include "transforms/tensor_wrapper.h"
+#include "transforms/view_tracking.h"
 
 namespace strata::autograd {
 
 GradCall::GradCall(const char* transform)
     : scope_(std::make_shared<GradInterpreter>()), transform_(transform) {}
+
+void GradCall::end(const std::vector<Tensor>& outputs) {
+  if (!layer_stack_empty() && top_layer("end").level == level()) refresh_stale_views(outputs, level());
+  scope_.pop();
+}
 
 Tensor GradCall::enter(const Tensor& t, bool differentiable, size_t argnum) {
   STRATA_CHECK(t.defined(), transform_, "argument ", argnum, " holds an undefined tensor");

@@ -24,7 +24,9 @@ class GradCall {
   // grad's requirement: a floating-point tensor with one element and no dims.
   void check_scalar_output(const Tensor& out) const;
   // Ends the layer. Later calls to backward() still work (vjp_fn).
-  void end() { scope_.pop(); }
+  // Ends the layer; views among `outputs` whose base was written after their
+  // history or tangent was set are brought up to date first (while the layer runs).
+  void end(const std::vector<Tensor>& outputs = {});
 
   // Ends the layer if still running, then backpropagates `cotangents` from
   // `outputs` (wrappers at this level; anything else has no gradient) and

@@ -39,7 +39,11 @@ auto jvp(const char* transform, F& f, const std::tuple<P...>& primals,
   JvpCall call(transform);
   auto wrapped = enter_arguments(call, primals, tangents, std::index_sequence_for<P...>());
   auto out = std::apply(f, wrapped);
-  call.end();
+  if constexpr (kAux) {
+    call.end(tree::flatten(std::get<0>(out)));
+  } else {
+    call.end(tree::flatten(out));
+  }
   auto primal = [&](const Tensor& t) { return call.primal(t); };
   auto tangent = [&](const Tensor& t) { return call.tangent(t); };
   if constexpr (kAux) {

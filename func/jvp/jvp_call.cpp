@@ -4,11 +4,17 @@
 #include "tensor/error.h"
 #include "transforms/jvp/jvp_interpreter.h"
 #include "transforms/tensor_wrapper.h"
+#include "transforms/view_tracking.h"
 
 namespace strata::forward {
 
 JvpCall::JvpCall(const char* transform)
     : scope_(std::make_shared<JvpInterpreter>()), transform_(transform) {}
+
+void JvpCall::end(const std::vector<Tensor>& outputs) {
+  if (!layer_stack_empty() && top_layer("end").level == level()) refresh_stale_views(outputs, level());
+  scope_.pop();
+}
 
 Tensor JvpCall::enter(const Tensor& primal, const Tensor& tangent, size_t argnum) {
   STRATA_CHECK(primal.defined(), transform_, "primal argument ", argnum,

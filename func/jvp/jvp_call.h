@@ -23,7 +23,9 @@ class JvpCall {
   // Argument `argnum` holds `primal_leaves` tensors and its tangent `tangent_leaves`.
   void check_leaf_count(size_t argnum, size_t primal_leaves, size_t tangent_leaves) const;
   // Ends the layer; the outputs keep their tangents.
-  void end() { scope_.pop(); }
+  // Ends the layer; views among `outputs` whose base was written after their
+  // history or tangent was set are brought up to date first (while the layer runs).
+  void end(const std::vector<Tensor>& outputs = {});
   // An output's primal, and its tangent (zeros for an output with none); call after end().
   Tensor primal(const Tensor& out) const;
   Tensor tangent(const Tensor& out) const;

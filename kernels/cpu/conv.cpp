@@ -21,8 +21,7 @@ namespace {
 // (c, kh, kw) holds, for every output position, the input pixel that kernel tap sees
 // (0 in the padding). Building the columns costs K * P writes, far less than the
 // 2 * Og * K * P flops of the product, which the GEMM (kernels/cpu/gemm.h) runs near
-// peak. The
-// backward ops are its adjoints: the input gradient is W^T times the output gradient,
+// peak. The backward ops are its adjoints: the input gradient is W^T times the output gradient,
 // added back onto the pixels through the same index map (col2im); the weight
 // gradient is the output gradient times the columns' transpose, summed over images.
 // A 1x1 kernel with stride 1 and no padding needs no columns: the image is its own

@@ -100,8 +100,8 @@ void run_range(const ElementwiseLayout& layout, int64_t begin, int64_t end, RowF
     if (column == 0) {
       // The row reads the pointers where they are stepped, not a copy: copying
       // them is a wide load of narrow stores, which waits until every store before
-      // it, the previous row's output included, has drained (this was 45 % of
-      // vmap(grad) of the MLP, whose rows are a per-sample outer product's).
+      // it, the previous row's output included, has drained: a stall per row, and
+      // short rows (a per-sample outer product's, under vmap(grad)) are many.
       fn(ctx, row_start.data(), inner.data(), n);
     } else {
       // Only the range's first row may start mid-row.
@@ -143,21 +143,18 @@ void run_matrix_rows(const ElementwiseLayout& layout, int64_t begin, int64_t end
 // [32, 128, 9216] floats are 151 MB) is written at DRAM speed, and an ordinary
 // store first reads the line it writes. Rows of such an output are computed a
 // chunk at a time into a buffer that stays in L1 and copied out with
-// non-temporal stores, which skip that read. Writing a [256, 128, 784] outer
-// product (103 MB) took 7.9 ms with ordinary stores and 4.1 ms streamed on one
-// core; up to 51 MB ordinary stores were as fast or faster (the data stays in
-// the last-level cache for whatever reads it next), hence the threshold. Short
-// chunks stream faster: the [64, 128, 9216] product of the CNN's per-sample fc1
-// gradient (302 MB) took 15.4 ms through 4 KB chunks and 13.7 ms through 1 KB
-// ([256, 128, 784]: 4.64 and 4.26 ms); 512 B was no faster. A raw loop storing
-// straight from the multiply takes 12.1 to 12.4 ms, but the row functions write
-// ordinary memory.
+// non-temporal stores, which skip that read and so nearly halve the time of the
+// write. Below the threshold ordinary stores are as fast, and they leave the
+// data in the last-level cache for whatever reads it next. Short chunks stream
+// faster than long ones, down to about 1 KB. (Streaming straight
+// from the multiply would save the copy, but the row functions write ordinary
+// memory.)
 constexpr int64_t kStreamingOutputBytes = int64_t{64} << 20;
 constexpr int64_t kStreamChunkBytes = 1024;
 
 // Non-temporal stores combine into whole lines in the write-combining buffers
 // whatever their width, so SSE2's (every x86-64 has them) stream as fast as
-// AVX-512's here (4.5 ms for the [256, 128, 784] product either way).
+// AVX-512's.
 void copy_streaming(char* dst, const char* src, int64_t bytes) {
 #if defined(__x86_64__)
   constexpr int64_t kWidth = sizeof(__m128i);

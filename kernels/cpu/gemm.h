@@ -4,13 +4,11 @@
 
 namespace strata::cpu {
 
-// One product (mm, linear) is split only into tasks of at least this many: cut in two, each
-// half repacks the shared operand and narrows the blocks, and waking the other
-// thread costs microseconds. Through OpenBLAS, grad of the MLP at batch 32 (two
-// products of 3.2M multiply-adds) took 184 us at 2 threads split at
-// 256K multiply-adds and 148 us unsplit; since those products take the thin route
-// (Note [Thin products]), which repacks little or nothing, halves pay: 116 us
-// unsplit, 98 us split from 1M.
+// One product (mm, linear) is split only into tasks of at least this many
+// multiply-adds: cut in two, each half repacks the shared operand and narrows the
+// blocks, and waking the other thread costs microseconds, which smaller tasks do
+// not earn back. The MLP's products at batch 32 (3.2M multiply-adds) take the thin
+// route (Note [Thin products]), which repacks little or nothing, so their halves pay.
 inline constexpr int64_t kGemmSplitMacs = int64_t{1} << 20;
 
 // One single-threaded product on raw memory, for kernels that call GEMM on

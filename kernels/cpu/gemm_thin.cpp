@@ -10,22 +10,22 @@ namespace {
 // Note [Thin products]
 // A blocked GEMM packs both operands into cache-friendly panels; for a product
 // with few rows or a short inner dim the packing is a large share of the work.
-// The MLP's layers make two such shapes (bench/README.md, session of f11e3fb):
+// The MLP's layers make two such shapes (bench/gemm.cpp times both):
 // - a short inner dim (k <= kShortInner) with b row-major, e.g. the weight
 //   gradient g^T x of a batch of 32: a register-tiled loop reads a and b in place
 //   (a broadcast, b a few vector loads per step) and keeps its output tile in
-//   registers over the whole inner dim: no packing at all. [128, 32] x [32, 784]:
-//   35 us against OpenBLAS's 50 (bench/gemm.cpp, StrataThin and OpenBlasThin).
+//   registers over the whole inner dim: no packing at all, which beats OpenBLAS
+//   on [128, 32] x [32, 784] (StrataThin against OpenBlasThin).
 // - few rows (m <= kThinRows) times a column-major b, the layer x W^T: Eigen's GEMM
 //   kernels run on packing buffers this thread keeps (Eigen would allocate them per
-//   call: ~400 KB of fresh pages for a 784 x 128 weight). [32, 784] x [784, 128]:
-//   50 us against OpenBLAS's 79 (whose kernels for this shape run at half their
-//   peak). Only where Eigen has AVX-512 kernels; with AVX2 Eigen's GEMM trails
+//   call: ~400 KB of fresh pages for a 784 x 128 weight). On [32, 784] x [784, 128]
+//   that beats OpenBLAS, whose kernels for this shape run at half their peak.
+//   Only where Eigen has AVX-512 kernels; with AVX2 Eigen's GEMM trails
 //   OpenBLAS (Note [GEMM through OpenBLAS], linalg.cpp).
 constexpr int64_t kShortInner = 64;
 constexpr int64_t kThinRows = 256;
 // Below this many columns or inner steps Eigen's blocking costs more than OpenBLAS's
-// small-matrix kernels: [32, 128] x [128, 10] took 3.4 us against 0.7.
+// small-matrix kernels (several times more for a layer's [32, 128] x [128, 10]).
 constexpr int64_t kLargeEnough = 32;
 
 template <class T>

@@ -27,8 +27,7 @@ void linear(const Tensor& out, const Tensor& input, const Tensor& weight, const 
   // Blocks of at least kGemmSplitMacs (gemm.h). A batch of 32 through 784 -> 128
   // (3.2M multiply-adds) is split in two: its halves take the thin route (Note [Thin
   // products]), and it keeps the pool's threads awake for the ops after it (waking a
-  // sleeping one costs ~30 us on a VM): vmap(grad) of the MLP at B = 32 on 2
-  // threads went from 0.40 to 0.33 ms.
+  // sleeping one costs tens of microseconds).
   const int64_t row_macs = std::max<int64_t>(1, in_features * out_features);
   const int64_t blocks =
       std::clamp<int64_t>(rows * row_macs / kGemmSplitMacs, 1, std::max(1, num_threads()));

@@ -26,10 +26,9 @@ int num_threads();
 
 // Below this many elements an elementwise kernel stays on the calling thread.
 // Whether a 64K-element pass (256 KB of float, a few microseconds of work) is
-// worth splitting depends on the machine: on the AMD EPYC VM of earlier runs,
-// hessian n = 256 (passes of [256, 256]) took 222-233 us at 2 threads with this
-// grain against 157-185 with 131072; on the Xeon VM of 2026-11-25 it takes 137
-// us with this grain against 168 with 131072 (per-sample MLP and CNN unchanged).
+// worth splitting depends on the machine: it pays on some and costs on others.
+// The workload that tells is hessian at n = 256, whose passes are [256, 256]
+// (bench/nested_transforms.cpp); the per-sample MLP and CNN do not depend on it.
 inline constexpr int64_t kElementwiseGrain = 32768;
 
 }  // namespace strata::cpu

@@ -301,7 +301,7 @@ void extremum_with_index(const Tensor& values, const Tensor& indices, const Tens
 // When every reduced dim has extent 1 (a per-sample bias gradient under vmap sums
 // [B, 1, n] over its dim of one) sum, mean, prod, amax and amin leave each element
 // as it is: the reduction is a copy into out (converting Bool and Int64 sums to
-// Int64). [32, 1, 128] took 7.8 us one reducer step per output, ~1 us copied.
+// Int64), several times faster than a reducer step per output element.
 bool copied_as_reduction_of_nothing(const Tensor& out, const Tensor& self, DimMask reduced) {
   for (int64_t d = 0; d < self.dim(); ++d) {
     if ((reduced >> d & 1) && self.sizes()[d] != 1) return false;

@@ -22,7 +22,13 @@ int main() {
   st::jacrev<1>(f)(x);  // an argnum out of range
 #elif CASE == 2
   st::jacfwd<0, 1>(f)(x);
-#else
+#elif CASE == 3
   st::jacrev([](const st::Tensor& t) { return Pair{t, t}; })(x);  // a struct as the output tree
+#elif CASE == 4
+  st::grad<0, 0>([](const st::Tensor& t) { return t.sum(); })(x);  // a repeated argnum
+#elif CASE == 5
+  st::jacrev<0, 0>(f)(x);
+#else
+  st::jacfwd<0, 0>(f)(x);
 #endif
 }

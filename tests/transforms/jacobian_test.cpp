@@ -329,5 +329,20 @@ TEST_F(JacobianErrors, ErrorInsideTheFunctionUnwindsEveryLayer) {
   expect_contains(error_message([&] { hessian(f)(ones({3}, kFloat64)); }), {"matmul"});
 }
 
+
+TEST_F(JacobianErrors, FunctionWithNoOutputs) {
+  auto none = [](const Tensor&) { return std::vector<Tensor>{}; };
+  for (const char* transform : {"jacrev", "jacfwd"}) {
+    const std::string message = error_message([&] {
+      if (std::string(transform) == "jacrev") {
+        jacrev(none)(ones({3}, kFloat64));
+      } else {
+        jacfwd(none)(ones({3}, kFloat64));
+      }
+    });
+    expect_contains(message, {transform, "no tensors"});
+  }
+}
+
 }  // namespace
 }  // namespace strata

@@ -6,6 +6,8 @@
 #include "transforms/grad/grad_interpreter.h"
 #include "transforms/jvp/forward_call.h"
 #include "transforms/tensor_wrapper.h"
+#include "transforms/grad/view_write_node.h"
+#include "transforms/view_tracking.h"
 
 namespace strata::autograd {
 
@@ -98,10 +100,17 @@ void check_inplace_target(const OperatorHandle& op, const Tensor& self, size_t a
                  "Clone the tensor inside the function first");
     return;
   }
-  STRATA_CHECK(!here->autograd().is_view || !any_requires_grad,
-               op.operator_name().to_string().c_str(), "in-place operation on ",
-               argument_description(op, arg, self), ", a view, at grad level ", level,
-               ": grad does not rewrite a view's base; apply the op out of place");
+  const ViewOrigin* view = here->autograd().view.get();
+  if (view == nullptr || !any_requires_grad) return;
+  STRATA_CHECK(view->base.defined(), op.operator_name().to_string().c_str(),
+               "in-place operation on ", argument_description(op, arg, self),
+               ", a view of a tensor captured from outside grad level ", level,
+               "; grad cannot record a mutation of a tensor it does not own. Clone the tensor "
+               "inside the function first");
+  STRATA_CHECK(!view->may_overlap, op.operator_name().to_string().c_str(), "in-place operation on ",
+               argument_description(op, arg, self), ", a view made by expand or as_strided, at grad level ",
+               level, ": its elements may share memory, so the write has no single region of its "
+               "base to land in; apply the op out of place");
 }
 
 // What the formula reads, as the level below sees it, taken before the op runs:
@@ -160,6 +169,7 @@ void collect_outputs(const Stack& stack, size_t first, uint32_t saved_outputs, i
 void record(const OperatorHandle& op, const Derivative& derivative, int64_t level, Stack& stack) {
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
+  refresh_stale_views(stack, first, level);
   const bool tracked = any_input_requires_grad(stack, first, level);
   const std::optional<size_t> written = op.entry().returned_argument_index();
   if (written) {
@@ -177,7 +187,6 @@ void record(const OperatorHandle& op, const Derivative& derivative, int64_t leve
   SmallVector<TensorWrapper*, 4> output_wrappers;
   collect_outputs(stack, first, derivative.saved_outputs, level, output_wrappers, call);
   node->seal();
-  const bool view = op.entry().returns_view();
   for (size_t i = 0; i < output_wrappers.size(); ++i) {
     TensorWrapper* w = output_wrappers[i];
     if (w == nullptr || !is_floating_point(w->dtype())) continue;
@@ -185,7 +194,9 @@ void record(const OperatorHandle& op, const Derivative& derivative, int64_t leve
     meta.requires_grad = true;
     meta.grad_fn = node;
     meta.output_nr = static_cast<uint32_t>(i);
-    meta.is_view = meta.is_view || view;
+  }
+  if (written && !output_wrappers.empty() && output_wrappers[0] != nullptr) {
+    rebase_history(*output_wrappers[0]);
   }
 }
 

@@ -8,13 +8,6 @@ namespace strata::autograd {
 
 // ---- BackwardContext ----------------------------------------------------------
 
-BackwardContext::BackwardContext(FormulaNode& node, GradsOut& grads_out, GradList& grads_in)
-    : FormulaArguments(node.call_.args.data()),
-      node_(node),
-      grads_out_(grads_out),
-      grads_in_(grads_in),
-      needs_grad_args_(node.call_.needs_grad_args) {}
-
 size_t BackwardContext::slot(size_t arg, size_t element) const {
   STRATA_CHECK(
       arg < node_.call_.first_slot.size() && node_.call_.first_slot[arg] != FormulaNode::kNoSlot,

@@ -7,6 +7,7 @@
 #include "transforms/grad/derivative.h"
 #include "transforms/layer_stack.h"
 #include "transforms/tensor_wrapper.h"
+#include "transforms/view_tracking.h"
 
 // Note [Forward formulas]
 // A jvp level's tensors are TensorWrappers whose AutogradMeta holds a tangent.
@@ -17,7 +18,8 @@
 // of the level below, and an outer level transforms the formula like any code.
 // Tangents of different levels never mix because each level keeps its own in
 // its own wrappers. An in-place op replaces its target's tangent; its formula
-// sees the target's value from before the write.
+// sees the target's value from before the write. A write through a view also
+// overwrites the view's region of its base's tangent (Note [Views and in-place writes]).
 
 namespace strata::forward {
 namespace {
@@ -29,8 +31,8 @@ const Tensor& tangent_at(const Tensor& t, int64_t level) {
 }
 
 // An in-place op with tangents among its inputs may only write into a tensor of
-// this level that is not a view: jvp gives a tangent only to tensors it owns,
-// and does not rewrite a view's base.
+// this level (jvp gives a tangent only to tensors it owns), and through a view
+// only when the view has a base at this level and its elements do not overlap.
 void check_inplace_target(const OperatorHandle& op, const Tensor& self, int64_t level) {
   const TensorWrapper* here = wrapper_at_level(self, level);
   const char* name = op.operator_name().name.c_str();
@@ -38,10 +40,44 @@ void check_inplace_target(const OperatorHandle& op, const Tensor& self, int64_t 
                shape_string(self.sizes()), " captured from outside jvp level ", level,
                ", with a tangent among its inputs; jvp cannot give a tangent to a tensor it does "
                "not own. Clone the tensor inside the function first");
-  STRATA_CHECK(!here->autograd().is_view, name, "in-place operation on a view of shape ",
-               shape_string(self.sizes()), " at jvp level ", level,
-               " with a tangent among its inputs: jvp does not rewrite a view's base; apply the "
-               "op out of place");
+  const ViewOrigin* view = here->autograd().view.get();
+  if (view == nullptr) return;
+  STRATA_CHECK(view->base.defined(), name, "in-place operation on a view of shape ",
+               shape_string(self.sizes()), " of a tensor captured from outside jvp level ", level,
+               ", with a tangent among its inputs; jvp cannot give a tangent to a tensor it does "
+               "not own. Clone the tensor inside the function first");
+  STRATA_CHECK(!view->may_overlap, name, "in-place operation on a view of shape ",
+               shape_string(self.sizes()), " made by expand or as_strided, at jvp level ", level,
+               " with a tangent among its inputs: its elements may share memory, so the write "
+               "has no single region of its base to land in; apply the op out of place");
+}
+
+// After a write through `written`, a view: its base's tangent is the old one
+// (zero if it had none) with the view's region replaced by the view's tangent.
+void rebase_tangent(TensorWrapper& written) {
+  TensorWrapper* base = view_base(written);
+  if (base == nullptr) return;
+  const Tensor& region_tangent = written.autograd().tangent;
+  Tensor& base_tangent = base->autograd().tangent;
+  if (!region_tangent.defined() && !base_tangent.defined()) return;
+  const BelowTopLayer below;
+  Tensor updated = base_tangent.defined() ? base_tangent : base->value().clone().zero_();
+  if (region_tangent.defined()) {
+    // Adding an exact zero made from the region's tangent (the sum of none of
+    // its elements) gives the base tangent that tangent's batch dims, as under
+    // jacfwd's vmap over tangents, and a fresh tensor to write into.
+    updated = updated.add(region_tangent.flatten().narrow(0, 0, 0).sum());
+  } else {
+    // A copy: the old tangent may be the caller's, or shared with other views.
+    updated = updated.clone();
+  }
+  Tensor region = replay_view(written.autograd().view->steps, updated);
+  if (region_tangent.defined()) {
+    region.copy_(region_tangent);
+  } else {
+    region.zero_();
+  }
+  base_tangent = std::move(updated);
 }
 
 // The arguments as the level below sees them, and their tangents. An in-place
@@ -88,6 +124,7 @@ void forward_call(const OperatorHandle& op, const autograd::Derivative& derivati
                   Stack& stack) {
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
+  refresh_stale_views(stack, first, level);
   if (!any_tangent(stack, first, level)) {
     call_below_wrapper_level(op, stack, level);
     return;
@@ -120,13 +157,12 @@ void forward_call(const OperatorHandle& op, const autograd::Derivative& derivati
     autograd::ForwardContext context(op, primals, tangents, outputs, output_tangents);
     derivative.forward(context);
   }
-  const bool view = op.entry().returns_view();
   for (size_t i = 0; i < wrappers.size(); ++i) {
     TensorWrapper* w = wrappers[i];
     if (w == nullptr || !is_floating_point(w->dtype())) continue;
     w->autograd().tangent = std::move(output_tangents[i]);
-    w->autograd().is_view = w->autograd().is_view || view;
   }
+  if (written && !wrappers.empty() && wrappers[0] != nullptr) rebase_tangent(*wrappers[0]);
 }
 
 }  // namespace strata::forward
