@@ -60,6 +60,20 @@ inline void where_kernel(const Tensor& out, const Tensor& condition, const Tenso
   check_host_inputs("strata::where", out, condition, condition);
   cpu::where_kernel(out, condition, a, b);
 }
+inline void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a,
+                           const Tensor& b, const Scalar& value) {
+  out.device().is_cuda() ? gpu::addcmul_kernel(out, self, a, b, value)
+                         : cpu::addcmul_kernel(out, self, a, b, value);
+}
+inline void mul_add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+                           const Tensor& d) {
+  out.device().is_cuda() ? gpu::mul_add_kernel(out, a, b, c, d)
+                         : cpu::mul_add_kernel(out, a, b, c, d);
+}
+inline void relu_backward_kernel(const Tensor& out, const Tensor& grad, const Tensor& output) {
+  out.device().is_cuda() ? gpu::relu_backward_kernel(out, grad, output)
+                         : cpu::relu_backward_kernel(out, grad, output);
+}
 inline void fill_kernel(const Tensor& out, const Scalar& value) {
   out.device().is_cuda() ? gpu::fill_kernel(out, value) : cpu::fill_kernel(out, value);
 }

@@ -4,6 +4,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/linalg.h"
 #include "kernels/cuda/reduction.h"
+#include "kernels/cuda/softmax.h"
 #include "tensor/allocator.h"
 #include "tensor/device.h"
 #include "tensor/error.h"
@@ -39,6 +40,17 @@ void compare_kernel(cpu::CompareOp, const Tensor&, const Tensor&, const Tensor&)
 }
 void where_kernel(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { unavailable(); }
 void atan2_kernel(const Tensor&, const Tensor&, const Tensor&) { unavailable(); }
+void addcmul_kernel(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Scalar&) {
+  unavailable();
+}
+void mul_add_kernel(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  unavailable();
+}
+void relu_backward_kernel(const Tensor&, const Tensor&, const Tensor&) { unavailable(); }
+void softmax_kernel(const Tensor&, const Tensor&, cpu::SoftmaxShape, bool) { unavailable(); }
+void softmax_backward_kernel(const Tensor&, const Tensor&, const Tensor&, cpu::SoftmaxShape, bool) {
+  unavailable();
+}
 void fill_kernel(const Tensor&, const Scalar&) { unavailable(); }
 void copy_kernel(const Tensor&, const Tensor&) { unavailable(); }
 void copy_on_device(const Tensor&, const Tensor&) { unavailable(); }

@@ -27,6 +27,12 @@ void compare_kernel(cpu::CompareOp op, const Tensor& out, const Tensor& a, const
 void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b);
 // out[i] = fn(a[i], b[i]) for atan2, in out's floating dtype.
 void atan2_kernel(const Tensor& out, const Tensor& a, const Tensor& b);
+// out = self + value * a * b; out = a * b + c * d; out = output > 0 ? grad : 0.
+void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
+                    const Scalar& value);
+void mul_add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+                    const Tensor& d);
+void relu_backward_kernel(const Tensor& out, const Tensor& grad, const Tensor& output);
 void fill_kernel(const Tensor& out, const Scalar& value);
 // out = src (broadcast, converting dtype), on one device or between the host and
 // a device (through a pinned staging buffer when src or out is not contiguous in

@@ -23,8 +23,10 @@ namespace {
 constexpr size_t kStagedAbove = size_t{1} << 20;
 constexpr size_t kChunk = size_t{8} << 20;
 
+// Made on a device's first large transfer and kept for the program's life.
 struct Staging {
-  std::mutex mutex;
+  std::mutex mutex;  // one large transfer at a time per device
+  std::once_flag made;
   void* buffers[2] = {nullptr, nullptr};
   cudaEvent_t done[2] = {nullptr, nullptr};
 };
@@ -32,13 +34,13 @@ struct Staging {
 Staging& staging_for(Device device) {
   static Staging staging[64];
   Staging& s = staging[device.index];
-  if (!s.buffers[0]) {
+  std::call_once(s.made, [&] {
     for (int k = 0; k < 2; ++k) {
       STRATA_CUDA_CHECK(cudaMallocHost(&s.buffers[k], kChunk), "copy: pinned staging buffer");
       STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&s.done[k], cudaEventDisableTiming),
                         "copy: staging event");
     }
-  }
+  });
   return s;
 }
 
