@@ -4,10 +4,15 @@
 # library, the CUDA tests and the GPU benchmarks, run the tests (each in its own
 # process, so one crash cannot hide the rest), the benchmarks, and, when torch
 # with CUDA is importable, the torch.func peer. Logs go to $OUT (or build-gpu/logs).
-#   scripts/gpu_check.sh [build-dir]
+#   scripts/gpu_check.sh [all|build|test|bench] [build-dir]
+# The phases let a session with a 10-minute limit per command build in one call
+# and test and benchmark in the next (the build directory stays on the machine).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build-gpu}
+phase=${1:-all}
+build=${2:-build-gpu}
+case $phase in all | build | test | bench) ;; *) echo "unknown phase '$phase'"; exit 2 ;; esac
+runs() { [[ $phase == all || $phase == "$1" ]]; }
 logs=${OUT:-$build/logs}
 mkdir -p "$logs"
 jobs=$(nproc 2>/dev/null || echo 8)
@@ -19,6 +24,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
 arch=${arch:-90}
 
+if runs build; then
 step "configure (sm_$arch)"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
@@ -32,7 +38,9 @@ step "build (-j$jobs)"
 if ! cmake --build "$build" -j "$jobs" --target strata cuda_tests cuda_ops >"$logs/build.txt" 2>&1; then
   grep -E "error|Error" "$logs/build.txt" | head -40; echo "build failed"; exit 1
 fi
+fi
 
+if runs test; then
 step "CUDA tests"
 ctest --test-dir "$build" -R '^gpu\.' -j "$jobs" --timeout 120 --output-on-failure \
   >"$logs/tests.txt" 2>&1 || status=1
@@ -43,7 +51,9 @@ echo "skipped: $(grep -c 'Skipped' "$logs/tests.txt")"
 "$build/tests/cuda_tests" --gtest_filter='CudaForward.*' 2>&1 |
   grep -E "not on CUDA yet|\[  SKIPPED \]" | sed 's/.*not on CUDA yet: //' | sort | uniq -c |
   sort -rn >"$logs/skips.txt" || true
+fi
 
+if runs bench; then
 step "GPU benchmarks"
 "$build/bench/cuda_ops" --benchmark_min_time=0.3 2>&1 | tee "$logs/bench.txt" || status=1
 
@@ -52,5 +62,6 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   timeout 240 python3 bench/peer_cuda.py 2>&1 | tee "$logs/peer.txt" || status=1
 else
   echo "torch with CUDA is not importable here: no peer numbers"
+fi
 fi
 exit $status
