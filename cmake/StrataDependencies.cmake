@@ -3,6 +3,8 @@
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(TBB REQUIRED)
 find_package(Threads REQUIRED)
+# DLPack exchange (tensor/dlpack.h): the header only, from libdlpack-dev.
+find_path(STRATA_DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
 if(STRATA_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
@@ -43,3 +45,31 @@ if(NOT STRATA_BLAS STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "Strata: OpenBLAS GEMM ${STRATA_ENABLE_BLAS}")
+
+# MPI (Debian's libopenmpi-dev) for st::dist::Group: without it Strata::distributed
+# builds its MPI-free parts only (DP-SGD helpers, accountant, files).
+set(STRATA_MPI "auto" CACHE STRING "Build st::dist over MPI: auto (when found), ON or OFF")
+set(STRATA_ENABLE_MPI OFF)
+if(NOT STRATA_MPI STREQUAL "OFF")
+  # MPI's C API from C++ (Strata is a C++-only project); not the old C++ bindings.
+  set(MPI_CXX_SKIP_MPICXX ON)
+  find_package(MPI COMPONENTS CXX)
+  if(MPI_CXX_FOUND)
+    set(STRATA_ENABLE_MPI ON)
+  elseif(NOT STRATA_MPI STREQUAL "auto")
+    message(FATAL_ERROR "STRATA_MPI=${STRATA_MPI} but MPI was not found (libopenmpi-dev)")
+  endif()
+endif()
+# Open MPI refuses to run as root and to start more ranks than cores unless told;
+# CI runs as root on two cores. For test commands only: users' mpirun lines need
+# neither.
+set(STRATA_MPIEXEC_TEST_FLAGS "")
+if(STRATA_ENABLE_MPI)
+  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE mpiexec_version
+                  ERROR_QUIET)
+  if(mpiexec_version MATCHES "Open MPI|OpenRTE")
+    set(STRATA_MPIEXEC_TEST_FLAGS --allow-run-as-root --oversubscribe)
+  endif()
+endif()
+message(STATUS "Strata: MPI collectives ${STRATA_ENABLE_MPI}")
+find_package(ZLIB REQUIRED)

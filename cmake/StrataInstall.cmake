@@ -2,13 +2,13 @@
 #   find_package(Strata) + target_link_libraries(app PRIVATE Strata::strata).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS strata EXPORT StrataTargets
+install(TARGETS strata strata_distributed EXPORT StrataTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Headers keep the source layout under include/strata/ (strata.h at its top).
 install(DIRECTORY include/strata/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata)
-foreach(dir tensor kernels dispatcher transforms ops func)
+foreach(dir tensor kernels dispatcher transforms ops func distributed)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/strata/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()

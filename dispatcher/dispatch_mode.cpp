@@ -89,4 +89,11 @@ DispatchModeGuard::~DispatchModeGuard() {
 
 size_t dispatch_mode_stack_size() { return tls_modes.size(); }
 
+bool modes_allow_inline_higher_order_ops() {
+  for (const auto& mode : tls_modes) {
+    if (!mode->allows_inline_higher_order_ops()) return false;
+  }
+  return true;
+}
+
 }  // namespace strata

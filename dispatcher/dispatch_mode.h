@@ -27,6 +27,11 @@ class DispatchMode {
   // The op's arguments are the last op.schema().arguments().size() values of the
   // stack; leave its results there instead. The default passes the call on.
   virtual void dispatch(const OperatorHandle& op, Stack& stack);
+  // Whether a higher-order operator (cond, while_loop, ...) may run its
+  // functions inline while this mode is pushed, the mode seeing their ops one by
+  // one. A mode recording a replayable graph says no: a branch chosen by this
+  // run's data would be baked into the graph (Note [Higher-order operators]).
+  virtual bool allows_inline_higher_order_ops() const { return true; }
 
  protected:
   // Passes the call being dispatched on to the next mode, or to the kernels.
@@ -44,5 +49,7 @@ class DispatchModeGuard {
 
 // The number of modes pushed on this thread.
 size_t dispatch_mode_stack_size();
+// Whether every mode pushed on this thread allows inline higher-order operators.
+bool modes_allow_inline_higher_order_ops();
 
 }  // namespace strata

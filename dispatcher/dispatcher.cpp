@@ -75,6 +75,18 @@ void check_typed_signature(const OperatorEntry& op, const boxing::CppSignature& 
   }
 }
 
+void throw_undefined_argument(const OperatorHandle& op, size_t argument, long element) {
+  const std::string name = op.operator_name().to_string();
+  std::string which = "argument " + std::to_string(argument);
+  if (op.has_schema() && argument < op.schema().arguments().size()) {
+    which = "argument '" + op.schema().arguments()[argument].name + "' (position " +
+            std::to_string(argument) + ")";
+  }
+  if (element >= 0) which = "element " + std::to_string(element) + " of " + which;
+  STRATA_FAIL(name.c_str(), which, " is an undefined tensor (a default-constructed Tensor, ",
+              "which holds no data); pass a defined tensor");
+}
+
 // ---- dispatch trace (Note [Dispatch trace]) ------------------------------------
 
 namespace {
@@ -158,10 +170,15 @@ DispatchKeySet check_boxed_arguments(const OperatorHandle& op, const Stack& stac
     STRATA_CHECK(ivalue_matches(v, args[i].type), name.c_str(), "argument '", args[i].name,
                  "' (position ", i, ") expected ", args[i].type.to_string(), " but got ",
                  to_string(v.tag()), " in a boxed call of ", schema.to_string());
+    bool undefined = false;
     if (v.is_tensor()) {
-      detail::accumulate_keys(keys, v.to_tensor());
+      detail::accumulate_required_keys(keys, undefined, v.to_tensor());
+      if (undefined && !args[i].type.is_optional) detail::throw_undefined_argument(op, i, -1);
     } else if (v.is_tensor_list()) {
-      detail::accumulate_keys(keys, v.to_tensor_list());
+      detail::accumulate_required_keys(keys, undefined, v.to_tensor_list());
+      if (undefined && !args[i].type.element_optional) {
+        detail::throw_undefined_argument(op, i, detail::undefined_position(v.to_tensor_list()));
+      }
     }
   }
   return keys;

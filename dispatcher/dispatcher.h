@@ -65,6 +65,57 @@ inline void accumulate_keys(DispatchKeySet& keys, const std::vector<Tensor>& lis
 template <class T>
 void accumulate_keys(DispatchKeySet&, const T&) {}
 
+// As accumulate_keys, and flags an undefined tensor where a schema demands one:
+// a plain Tensor or an element of a Tensor[] (an optional may be empty).
+inline void accumulate_required_keys(DispatchKeySet& keys, bool& undefined, const Tensor& t) {
+  if (t.defined()) {
+    keys |= t.key_set();
+  } else {
+    undefined = true;
+  }
+}
+inline void accumulate_required_keys(DispatchKeySet& keys, bool& undefined, ArrayRef<Tensor> list) {
+  for (const Tensor& t : list) accumulate_required_keys(keys, undefined, t);
+}
+inline void accumulate_required_keys(DispatchKeySet& keys, bool& undefined,
+                                     const std::vector<Tensor>& list) {
+  accumulate_required_keys(keys, undefined, ArrayRef<Tensor>(list));
+}
+template <class T>
+void accumulate_required_keys(DispatchKeySet& keys, bool&, const T& arg) {
+  accumulate_keys(keys, arg);
+}
+
+// Where an argument holds an undefined tensor: -1 for the argument itself, the
+// element's index in a list, kNoUndefined when it holds none.
+constexpr long kNoUndefined = -2;
+inline long undefined_position(const Tensor& t) { return t.defined() ? kNoUndefined : -1; }
+inline long undefined_position(ArrayRef<Tensor> list) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].defined()) return static_cast<long>(i);
+  }
+  return kNoUndefined;
+}
+inline long undefined_position(const std::vector<Tensor>& list) {
+  return undefined_position(ArrayRef<Tensor>(list));
+}
+template <class T>
+long undefined_position(const T&) {
+  return kNoUndefined;
+}
+
+// "add.Tensor: argument 'other' (position 1) is an undefined tensor ..."
+[[noreturn]] void throw_undefined_argument(const OperatorHandle& op, size_t argument, long element);
+template <class... Args>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_first_undefined(const OperatorHandle& op,
+                                                                  const Args&... args) {
+  const long found[] = {undefined_position(args)..., kNoUndefined};
+  for (size_t i = 0; i < sizeof...(Args); ++i) {
+    if (found[i] != kNoUndefined) throw_undefined_argument(op, i, found[i]);
+  }
+  throw_undefined_argument(op, sizeof...(Args), -1);
+}
+
 // Runs a pass-through kernel's leave() when the call it wraps returns or throws.
 struct LeaveOnExit {
   void (*leave)() noexcept;
@@ -99,7 +150,9 @@ class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
  public:
   Ret call(Args... args) const {
     DispatchKeySet tensor_keys;
-    (detail::accumulate_keys(tensor_keys, args), ...);
+    bool undefined = false;
+    (detail::accumulate_required_keys(tensor_keys, undefined, args), ...);
+    if (__builtin_expect(undefined, 0)) detail::throw_first_undefined(*this, args...);
     return call_with_keys(compute_dispatch_keys(tensor_keys, *entry_), false,
                           std::forward<Args>(args)...);
   }

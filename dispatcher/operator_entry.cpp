@@ -182,6 +182,11 @@ void OperatorEntry::update_slot(const Dispatcher& dispatcher, DispatchKey k) {
   bits = (kernel && kernel->is_fallthrough()) ? (bits & ~bit) : (bits | bit);
   table_[index].store(kernel ? kernel : &missing_kernel_, std::memory_order_release);
   non_fallthrough_bits_.store(bits, std::memory_order_relaxed);
+  uint64_t decomposed = decomposed_bits_.load(std::memory_order_relaxed);
+  const bool decomposes = kernel && kernel == registered(DispatchKey::CompositeImplicitAutograd);
+  decomposed =
+      decomposes ? (decomposed | (uint64_t{1} << index)) : (decomposed & ~(uint64_t{1} << index));
+  decomposed_bits_.store(decomposed, std::memory_order_relaxed);
 }
 
 void OperatorEntry::update_table(const Dispatcher& dispatcher) {

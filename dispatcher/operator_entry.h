@@ -61,6 +61,11 @@ class OperatorEntry {
   uint64_t tensor_argument_mask() const { return tensor_argument_mask_; }
   // Where the Generator argument of a random op is.
   std::optional<size_t> generator_argument_index() const { return generator_argument_; }
+  // Whether key k runs the op's CompositeImplicitAutograd decomposition (so a
+  // transform at k sees the ops it decomposes into, not this one).
+  bool decomposes_at(DispatchKey k) const {
+    return (decomposed_bits_.load(std::memory_order_relaxed) >> static_cast<size_t>(k)) & 1;
+  }
   // Whether the op returns a view of an argument (an alias it does not write).
   bool returns_view() const { return returns_view_; }
 
@@ -102,6 +107,7 @@ class OperatorEntry {
   KernelList retired_;  // removed kernels: kept alive for readers of old table slots
   std::array<std::atomic<const KernelFunction*>, kNumRuntimeKeys> table_;
   std::atomic<uint64_t> non_fallthrough_bits_;
+  std::atomic<uint64_t> decomposed_bits_{0};
   KernelFunction missing_kernel_;
 };
 

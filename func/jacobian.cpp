@@ -176,6 +176,14 @@ void check_has_outputs(const char* transform, size_t count, int64_t level) {
                level, ")");
 }
 
+void throw_chunk_structure(const char* transform, int64_t chunk_size,
+                           const std::string& difference) {
+  STRATA_FAIL(transform, "with chunk_size ", chunk_size,
+              ", f returned a result structured otherwise for a later chunk of basis vectors "
+              "than for the first (",
+              difference, "); f must return the same structure on every call");
+}
+
 std::vector<Tensor> reverse(autograd::GradCall& call, const std::vector<Tensor>& outputs,
                             const JacobianOptions& options) {
   check_has_outputs(call.transform(), outputs.size(), call.level());

@@ -15,6 +15,7 @@
 #include "func/grad/grad.h"
 #include "func/jvp/jvp_call.h"
 #include "func/tree.h"
+#include "func/tree_structure.h"
 #include "func/vmap/vmap_call.h"
 
 // Jacobians: jacrev, jacfwd, hessian (see DESIGN.md, the public API).
@@ -68,6 +69,10 @@ Pushed forward(const BasisFunction& push, const std::vector<Tensor>& primals,
 void check_output(const char* transform, size_t index, const Tensor& value, int64_t level);
 // A Jacobian needs at least one output tensor.
 void check_has_outputs(const char* transform, size_t count, int64_t level);
+// Raises that f returned a result structured otherwise on a later chunk of
+// basis vectors than on the first (`difference` says where).
+[[noreturn]] void throw_chunk_structure(const char* transform, int64_t chunk_size,
+                                        const std::string& difference);
 
 namespace detail {
 
@@ -180,7 +185,7 @@ class Jacrev {
     autograd::GradCall call("jacrev");
     auto entered =
         autograd::detail::enter_arguments<I...>(call, std::index_sequence_for<Args...>(), args...);
-    const auto result = std::apply(f_, entered.first);
+    const auto result = call_in_transform("jacrev", [&] { return std::apply(f_, entered.first); });
     const auto& out = output_of<kAux>(result);
     call.end(tree::flatten(out));
     const std::vector<Tensor> blocks = reverse(call, tree::flatten(out), options_);
@@ -236,7 +241,7 @@ class Jacfwd {
         return std::tuple<Args...>{enter.template operator()<K>(args)...};
       }
       (std::index_sequence_for<Args...>());
-      const Result result = std::apply(f_, entered);
+      const Result result = call_in_transform("jacfwd", [&] { return std::apply(f_, entered); });
       call.end(tree::flatten(output_of<kAux>(result)));
       Pushed pushed;
       tree::for_each_leaf(output_of<kAux>(result), [&](const Tensor& t) {
@@ -248,7 +253,12 @@ class Jacfwd {
         tree::for_each_leaf(std::get<1>(result),
                             [&](const Tensor& t) { pushed.second.push_back(call.primal(t)); });
       }
-      if (!skeleton) skeleton = tree::map(result, [](const Tensor&) { return Tensor(); });
+      if (!skeleton) {
+        skeleton = tree::map(result, [](const Tensor&) { return Tensor(); });
+      } else if (std::string difference = tree::structure_difference(*skeleton, result);
+                 !difference.empty()) {
+        throw_chunk_structure("jacfwd", options_.chunk_size, difference);
+      }
       return pushed;
     };
     const Pushed blocks_and_aux = forward(push, primals, options_);

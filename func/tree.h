@@ -93,7 +93,7 @@ std::vector<Tensor> flatten(const T& t) {
 template <class T>
 T unflatten_like(const T& like, const std::vector<Tensor>& leaves, size_t first = 0) {
   size_t next = first;
-  return map(like, [&](const Tensor&) { return leaves.at(next++); });
+  return tree::map(like, [&](const Tensor&) { return leaves.at(next++); });
 }
 
 template <class T>

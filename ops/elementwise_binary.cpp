@@ -13,6 +13,7 @@
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
+#include "tensor/overlap.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
 #include "transforms/vmap/batching.h"
@@ -84,6 +85,7 @@ const Tensor& arithmetic_in_place(BinaryOp op, const Tensor& self, const Tensor&
   const ScalarType dtype = arithmetic_dtype(op, self, other, alpha, name);
   elementwise::check_in_place(self, dtype, broadcast_shapes(self.sizes(), other.sizes(), name),
                               name);
+  check_no_partial_overlap(self, other, name);
   on_device::binary_kernel(op, self, self, InDtype(other, self.dtype()), alpha);
   self.impl()->bump_version();
   return self;

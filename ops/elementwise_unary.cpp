@@ -14,6 +14,7 @@
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
+#include "tensor/overlap.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
 #include "transforms/vmap/batching.h"
@@ -159,6 +160,7 @@ const Tensor& clamp__cpu(const Tensor& self, const std::optional<Scalar>& min,
 
 const Tensor& relu__cpu(const Tensor& self) {
   elementwise::check_not_bool(self.dtype(), "strata::relu_");
+  check_no_internal_overlap(self, "strata::relu_");
   on_device::unary_kernel(UnaryOp::Relu, self, self);
   self.impl()->bump_version();
   return self;

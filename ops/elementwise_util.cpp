@@ -5,6 +5,7 @@
 #include "ops/elementwise.h"
 #include "ops/elementwise_kernels.h"
 #include "tensor/error.h"
+#include "tensor/overlap.h"
 #include "tensor/shape_inference.h"
 
 namespace strata::elementwise {
@@ -48,6 +49,7 @@ void check_in_place(const Tensor& self, ScalarType result_dtype, IntArrayRef res
   STRATA_CHECK(result_shape == self.sizes(), op, "in-place output of shape ",
                shape_string(self.sizes()), " cannot hold the broadcast result of shape ",
                shape_string(result_shape));
+  check_no_internal_overlap(self, op);
 }
 
 void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const char* what) {

@@ -40,7 +40,8 @@ ScalarType floating_dtype(ScalarType dtype);
 
 // An in-place op on self whose result has `result_dtype` and `result_shape`: the
 // result must fit self's shape and cast to self's dtype without changing category
-// (Float64 into Float32 is fine, Float32 into Int64 is not).
+// (Float64 into Float32 is fine, Float32 into Int64 is not), and no two of
+// self's elements may share memory.
 void check_in_place(const Tensor& self, ScalarType result_dtype, IntArrayRef result_shape,
                     const char* op);
 

@@ -6,6 +6,7 @@
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
+#include "tensor/overlap.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
 #include "transforms/vmap/batching.h"
@@ -30,6 +31,8 @@ const Tensor& copy__any(const Tensor& self, const Tensor& src, bool /*non_blocki
   STRATA_CHECK(IntArrayRef(shape) == self.sizes(), "strata::copy_", "source of shape ",
                shape_string(src.sizes()), " cannot be broadcast to the destination's shape ",
                shape_string(self.sizes()));
+  check_no_internal_overlap(self, "strata::copy_");
+  check_no_partial_overlap(self, src, "strata::copy_");
   on_device::copy_kernel(self, src);
   self.impl()->bump_version();
   return self;

@@ -13,6 +13,7 @@
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "tensor/error.h"
+#include "tensor/overlap.h"
 #include "tensor/shape_inference.h"
 #include "transforms/grad/derivative.h"
 
@@ -77,11 +78,21 @@ Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, con
   return out;
 }
 
+// An in-place scatter writes each element of self alone, reading neither the
+// index nor the values from self's memory.
+void check_written_alone(const Tensor& self, const Tensor& index, const Tensor& values,
+                         const char* op) {
+  check_no_internal_overlap(self, op);
+  check_no_overlap(self, index, op);
+  check_no_overlap(self, values, op);
+}
+
 const Tensor& scatter_add__cpu(const Tensor& self, int64_t dim, const Tensor& index,
                                const Tensor& src) {
   const char* op = "strata::scatter_add_";
   const int64_t d = check_scatter_add(self, dim, index, src, op);
   check_index_values(self, d, index, op);
+  check_written_alone(self, index, src, op);
   cpu::scatter_add_kernel(self, d, index, src);
   self.impl()->bump_version();
   return self;
@@ -102,6 +113,7 @@ const Tensor& index_add__cpu(const Tensor& self, int64_t dim, const Tensor& inde
   const char* op = "strata::index_add_";
   const int64_t d = check_index_add(self, dim, index, source, alpha, op);
   check_index_values(self, d, index, op);
+  check_written_alone(self, index, source, op);
   cpu::index_add_kernel(self, d, index, source, alpha);
   self.impl()->bump_version();
   return self;

@@ -10,6 +10,9 @@ Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int
                  const char* op) {
   STRATA_CHECK(self.impl()->has_storage(), op, "cannot view a ", self.impl()->impl_name(),
                " of shape ", shape_string(self.sizes()), ": it has no storage of its own");
+  STRATA_CHECK(checked_numel(sizes) >= 0, op, "the view's shape ", shape_string(sizes),
+               " would have more than 2^63 - 1 elements (input shape ", shape_string(self.sizes()),
+               ")");
   return Tensor(
       make_intrusive<TensorImpl>(self.impl()->storage(), self.dtype(), sizes, strides, offset));
 }

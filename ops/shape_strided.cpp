@@ -38,8 +38,16 @@ Tensor as_strided_kernel(const Tensor& self, IntArrayRef sizes, IntArrayRef stri
     STRATA_CHECK(sizes[d] >= 0 && strides[d] >= 0, op, "sizes ", shape_string(sizes),
                  " and strides ", shape_string(strides), " must be non-negative");
     empty = empty || sizes[d] == 0;
-    if (sizes[d] > 0) last += (sizes[d] - 1) * strides[d];
   }
+  // Checked arithmetic: a reach past INT64_MAX must not wrap back into the storage.
+  bool overflow = false;
+  for (size_t d = 0; d < sizes.size() && !empty; ++d) {
+    int64_t step = 0;
+    overflow = overflow || __builtin_mul_overflow(sizes[d] - 1, strides[d], &step) ||
+               __builtin_add_overflow(last, step, &last);
+  }
+  STRATA_CHECK(!overflow, op, "sizes ", shape_string(sizes), ", strides ", shape_string(strides),
+               " and offset ", offset, " reach past element 2^63 - 1");
   STRATA_CHECK(self.impl()->has_storage(), op, "cannot view a ", self.impl()->impl_name(),
                ": it has no storage of its own");
   const int64_t capacity =

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs everything Strata needs to build and test, from Debian's packages only.
+# Installs everything Strata needs to build and test, from Debian's packages only
+# (Open MPI for st::dist, Fashion-MNIST for the DP-SGD example).
 #   sudo scripts/install-deps.sh            # build + test dependencies
 #   sudo scripts/install-deps.sh --peers    # also PyTorch (libtorch) for side-by-side benchmarks,
 #                                           # matplotlib for their plots
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make libeigen3-dev libtbb-dev librange-v3-dev libgtest-dev
-          libgmock-dev libbenchmark-dev libopenblas-dev python3)
+          libgmock-dev libbenchmark-dev libopenblas-dev libdlpack-dev python3 zlib1g-dev
+          libopenmpi-dev openmpi-bin dataset-fashion-mnist)
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(libtorch-dev python3-torch libopenblas0-openmp python3-matplotlib)
 fi

@@ -90,7 +90,14 @@ Tensor make_empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device, con
                  shape_string(sizes), " has too many elements");
     numel *= s;
   }
-  Storage storage = StorageImpl::allocate(static_cast<size_t>(numel * element_size(dtype)), device);
+  const size_t bytes = static_cast<size_t>(numel * element_size(dtype));
+  Storage storage;
+  try {
+    storage = StorageImpl::allocate(bytes, device);
+  } catch (const Error& e) {
+    STRATA_FAIL(op, "cannot allocate the result, a ", to_string(dtype), " tensor of shape ",
+                shape_string(sizes), " (", bytes, " bytes on ", device, "): ", e.what());
+  }
   return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, sizes));
 }
 

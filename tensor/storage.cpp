@@ -31,6 +31,11 @@ IntrusivePtr<StorageImpl> StorageImpl::allocate(size_t nbytes, Device device) {
       new StorageImpl(data, nbytes, device, allocator, false));
 }
 
+IntrusivePtr<StorageImpl> StorageImpl::adopt_external(void* data, size_t nbytes, Device device,
+                                                      Allocator* owner) {
+  return IntrusivePtr<StorageImpl>::adopt_new(new StorageImpl(data, nbytes, device, owner, false));
+}
+
 void StorageImpl::release_self() {
   Allocator* allocator = allocator_;
   if (inline_header_) {

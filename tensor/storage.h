@@ -19,6 +19,10 @@ class StorageImpl final : public RefCounted {
   // Allocates nbytes on device. On host-accessible devices the StorageImpl and
   // its data come from one allocator block: one allocation per tensor buffer.
   static IntrusivePtr<StorageImpl> allocate(size_t nbytes, Device device);
+  // Memory owned elsewhere (a DLPack tensor): `owner->deallocate(data, nbytes)`
+  // is called once, when the storage dies; the owner may delete itself there.
+  static IntrusivePtr<StorageImpl> adopt_external(void* data, size_t nbytes, Device device,
+                                                  Allocator* owner);
 
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }

@@ -1,7 +1,10 @@
 #include "tensor/tensor_impl.h"
 
+#include <algorithm>
+
 #include "tensor/allocator.h"
 #include "tensor/error.h"
+#include "tensor/tensor.h"
 
 namespace strata {
 
@@ -85,9 +88,19 @@ void TensorImpl::copy_shape_from(const TensorImpl& other) {
   is_wrapped_number_ = other.is_wrapped_number_;
 }
 
-void TensorImpl::refresh_numel_and_contiguity() {
+int64_t checked_numel(IntArrayRef sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes_) n *= s;
+  bool overflow = false;
+  for (int64_t s : sizes) overflow = __builtin_mul_overflow(n, s, &n) || overflow;
+  if (__builtin_expect(!overflow, 1)) return n;
+  // An overflow before a zero size still makes an empty tensor.
+  return std::find(sizes.begin(), sizes.end(), 0) != sizes.end() ? 0 : -1;
+}
+
+void TensorImpl::refresh_numel_and_contiguity() {
+  const int64_t n = checked_numel(sizes_);
+  STRATA_CHECK(n >= 0, "strata", "a tensor of shape ", shape_string(sizes_),
+               " would have more than 2^63 - 1 elements");
   numel_ = n;
   // Strides of size-1 dims do not matter, nor any stride of an empty tensor.
   bool contiguous = true;

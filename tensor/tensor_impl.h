@@ -16,6 +16,10 @@ namespace strata {
 // a device and the dispatch keys that select its kernels. One allocation holds all
 // of it for tensors of rank <= 5. Subclasses carry transform state (a grad
 // wrapper, a batched tensor); they may have no storage of their own.
+// The number of elements of a tensor of shape `sizes`, or -1 when it exceeds
+// 2^63 - 1 (a shape holding a zero has none, whatever its other sizes).
+int64_t checked_numel(IntArrayRef sizes);
+
 class TensorImpl : public RefCounted {
  public:
   // A contiguous tensor over `storage`, whose key set is its backend's key.

@@ -1,5 +1,6 @@
 #include "transforms/layer_stack.h"
 
+#include <atomic>
 #include <sstream>
 #include <vector>
 
@@ -11,9 +12,10 @@ namespace strata {
 
 namespace {
 
-// initial-exec: every op inside a transform reads the stack several times, and
-// the library is linked, not dlopen'ed (see Note [Thread-local key sets]).
-thread_local int64_t tls_last_level __attribute__((tls_model("initial-exec"))) = 0;
+// Levels are counted process-wide, not per thread: a tensor that one thread's
+// live transform leaks to another thread then carries a level no layer of that
+// thread has, instead of being taken for a layer of its own.
+std::atomic<int64_t> g_last_level{0};
 
 // A layer popped for a call that went below it, with the key sets to restore.
 struct PoppedLayerState {
@@ -170,8 +172,21 @@ std::string describe_layer_stack() {
   return out.str();
 }
 
+void rethrow_in_transform(const Error& e, const char* transform, const std::string& note) {
+  std::string message = e.what();
+  if (layer_stack_empty()) throw e;
+  const DynamicLayer& top = state().layers.back();
+  const std::string top_name =
+      std::string(to_string(top.interpreter->kind())) + "(level " + std::to_string(top.level) + ")";
+  if (message.find(top_name) != std::string::npos) throw e;
+  message += std::string(" [raised inside ") + transform + " (layers: " + describe_layer_stack() +
+             ")" + (note.empty() ? "" : "; " + note) + "]";
+  throw Error(message);
+}
+
 LayerScope::LayerScope(std::shared_ptr<Interpreter> interpreter)
-    : level_(++tls_last_level), depth_(state().layers.size()) {
+    : level_(g_last_level.fetch_add(1, std::memory_order_relaxed) + 1),
+      depth_(state().layers.size()) {
   const DispatchKeySet hidden = (kAllTransformKeys - interpreter->keys()) | kFront;
   state().layers.push_back({level_, std::move(interpreter), local_dispatch_key_set(), hidden});
   local_dispatch_key_set().included |= kFront;

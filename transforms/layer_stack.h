@@ -3,9 +3,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "dispatcher/ivalue.h"
 #include "dispatcher/local_dispatch_key_set.h"
+#include "tensor/error.h"
 
 namespace strata {
 
@@ -19,9 +21,10 @@ class OperatorHandle;
 // transforms' keys excluded, and everything not handled there reaches the
 // DynamicLayerBack fallback: it unwraps this level's TensorWrappers, pops the
 // layer while the call goes on to the next layer (or the backend), and wraps
-// the results at this level. Levels are unique and increase: a newer layer has a
-// higher level than every layer below it, and a level is never reused, so a
-// tensor from a finished transform can never be mistaken for a live one.
+// the results at this level. Levels are unique process-wide and increase: a
+// newer layer has a higher level than every layer below it, and a level is never
+// reused, so a tensor from a finished transform, or from another thread's, can
+// never be mistaken for one of the calling thread's live layers.
 
 enum class TransformKind : uint8_t { Grad, Jvp, Vmap, Functionalize, Trace };
 const char* to_string(TransformKind kind);
@@ -95,6 +98,28 @@ bool layer_stack_empty();
 const DynamicLayer& top_layer(const char* what);
 // "grad(level 3) > vmap(level 2)" for errors and the dispatch trace.
 std::string describe_layer_stack();
+
+// Rethrows e with the transform and the running layers appended ("... [raised
+// inside vmap (layers: vmap(level 2) > grad(level 1)); note]"), unless its
+// message names the top layer already (an inner transform added it, or it is
+// the transform's own message).
+[[noreturn]] void rethrow_in_transform(const Error& e, const char* transform,
+                                       const std::string& note);
+
+// Calls f() (the user's function under `transform`'s layer); an error it
+// raises names the transform, the layers and note() (built only then).
+template <class F, class Note>
+decltype(auto) call_in_transform(const char* transform, F&& f, Note&& note) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    rethrow_in_transform(e, transform, note());
+  }
+}
+template <class F>
+decltype(auto) call_in_transform(const char* transform, F&& f) {
+  return call_in_transform(transform, std::forward<F>(f), [] { return std::string(); });
+}
 
 // Pushes a layer for a transform and pops it on destruction, restoring the stack
 // and the thread-local key sets also when an exception unwinds through it.

@@ -8,11 +8,6 @@
 namespace strata {
 namespace {
 
-bool may_overlap(const OperatorHandle& op) {
-  const std::string_view name = op.operator_name().name;
-  return name == "strata::expand" || name == "strata::as_strided";
-}
-
 bool is_stale(const TensorWrapper& w) {
   const ViewOrigin* view = w.autograd().view.get();
   if (view == nullptr || !view->base.defined()) return false;
@@ -41,6 +36,11 @@ void refresh_if_stale(const Tensor& t, int64_t level) {
 }
 
 }  // namespace
+
+bool view_may_overlap(const OperatorHandle& op) {
+  const std::string_view name = op.operator_name().name;
+  return name == "strata::expand" || name == "strata::as_strided";
+}
 
 TensorWrapper* view_base(const TensorWrapper& w) {
   const ViewOrigin* view = w.autograd().view.get();
@@ -100,7 +100,7 @@ void set_view_origins(const OperatorHandle& op, ViewCall call, Stack& stack, siz
     }
     if (parent != nullptr && !parent->base.defined()) return origin;
     origin->steps.push_back({op, call.args, list_index});
-    origin->may_overlap = origin->may_overlap || may_overlap(op);
+    origin->may_overlap = origin->may_overlap || view_may_overlap(op);
     return origin;
   };
   for (size_t i = first; i < stack.size(); ++i) {

@@ -26,6 +26,10 @@ namespace strata {
 // captured tensor. A view made by expand or as_strided may have elements that
 // share memory; a differentiated write through it is refused too.
 
+// Whether a view made by `op` may have elements that share memory (expand,
+// as_strided): a write through it has no single region of the base to land in.
+bool view_may_overlap(const OperatorHandle& op);
+
 // The root base wrapper of `w` at its level, or null (not a view, or a view of a
 // captured tensor).
 TensorWrapper* view_base(const TensorWrapper& w);

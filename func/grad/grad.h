@@ -91,7 +91,8 @@ class GradTransform {
     auto [wrapped, first_leaf] =
         enter_arguments<I...>(call, std::index_sequence_for<Args...>(), args...);
     using Out = std::decay_t<decltype(std::apply(f_, wrapped))>;
-    Out out = std::apply(f_, wrapped);
+    Out out = call_in_transform(kValue ? "grad_and_value" : "grad",
+                                [&] { return std::apply(f_, wrapped); });
     const Tensor& output = primary_output<Out, kAux>(out);
     call.check_scalar_output(output);
     call.end({output});
@@ -198,7 +199,7 @@ auto vjp(F& f, std::index_sequence<K...> indices, const Primals&... primals) {
   auto call = std::make_shared<GradCall>("vjp");
   auto wrapped = enter_arguments<K...>(*call, indices, primals...).first;
   using Out = std::decay_t<decltype(std::apply(f, wrapped))>;
-  Out out = std::apply(f, wrapped);
+  Out out = call_in_transform("vjp", [&] { return std::apply(f, wrapped); });
   std::vector<Tensor> outputs = tree::flatten(out);
   call->end(outputs);
   Out values = tree::map(out, [&](const Tensor& t) { return call->leave(t); });

@@ -38,7 +38,7 @@ auto jvp(const char* transform, F& f, const std::tuple<P...>& primals,
                 "jvp: each tangent must have its primal's type (the same tree shape)");
   JvpCall call(transform);
   auto wrapped = enter_arguments(call, primals, tangents, std::index_sequence_for<P...>());
-  auto out = std::apply(f, wrapped);
+  auto out = call_in_transform(transform, [&] { return std::apply(f, wrapped); });
   if constexpr (kAux) {
     call.end(tree::flatten(std::get<0>(out)));
   } else {

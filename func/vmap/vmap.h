@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "func/tree.h"
+#include "func/tree_structure.h"
 #include "func/vmap/vmap_call.h"
 
 // vmap (see DESIGN.md, the public API): vmap(f)(xs) calls f on every sample of a
@@ -26,6 +27,7 @@ struct IsTupleLike<std::pair<A, B>> : std::true_type {};
 template <class Out>
 Out unwrap_result(const VmapCall& call, const Out& out) {
   if constexpr (IsTupleLike<Out>::value) {
+    call.check_out_dims(std::tuple_size_v<Out>);
     return [&]<size_t... I>(std::index_sequence<I...>) {
       return Out{tree::map(std::get<I>(out), [&](const Tensor& t) {
         return call.unwrap_output(t, call.out_dim(I));
@@ -61,9 +63,16 @@ class VmapTransform {
   template <class... Args>
   auto operator()(const Args&... args) const {
     VmapCall call(options_, sizeof...(Args));
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      (tree::for_each_leaf(args, [&](const Tensor& t) { call.observe(I, t); }), ...);
-    }
+    auto observe = [&](size_t arg, const auto& value) {
+      size_t leaf = 0;
+      tree::for_each_leaf(value, [&](const Tensor& t) {
+        if (!call.observe(arg, t)) {
+          call.throw_batch_size_mismatch(arg, t, tree::leaf_path(value, leaf));
+        }
+        ++leaf;
+      });
+    };
+    [&]<size_t... I>(std::index_sequence<I...>) { (observe(I, args), ...); }
     (std::index_sequence_for<Args...>());
     call.finish_observing();
     const auto chunks = call.chunks();
@@ -71,6 +80,10 @@ class VmapTransform {
     using Out = decltype(run_chunk(call, 0, 0, args...));
     std::vector<Out> outs;
     for (const auto& [start, size] : chunks) outs.push_back(run_chunk(call, start, size, args...));
+    for (size_t c = 1; c < outs.size(); ++c) {
+      const std::string difference = tree::structure_difference(outs.front(), outs[c]);
+      if (!difference.empty()) call.throw_chunk_structure(chunks[c], difference);
+    }
     const std::vector<std::optional<int64_t>> dims = leaf_out_dims(call, outs.front());
     std::vector<std::vector<Tensor>> leaves;
     for (const Out& out : outs) leaves.push_back(tree::flatten(out));
@@ -97,7 +110,8 @@ class VmapTransform {
     }
     (std::index_sequence_for<Args...>());
     using Out = std::decay_t<decltype(std::apply(f_, wrapped))>;
-    const Out out = std::apply(f_, wrapped);
+    const Out out = call_in_transform(
+        "vmap", [&] { return std::apply(f_, wrapped); }, [&] { return call.error_note(); });
     // Batched outputs keep their values after the layer is gone.
     call.leave_chunk();
     return unwrap_result(call, out);

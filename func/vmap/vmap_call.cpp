@@ -46,9 +46,12 @@ std::optional<int64_t> VmapCall::in_dim(size_t arg) const {
   return options_.in_dims[arg];
 }
 
-void VmapCall::observe(size_t arg, const Tensor& t) {
+bool VmapCall::observe(size_t arg, const Tensor& t) {
   const std::optional<int64_t> dim = in_dim(arg);
-  if (!dim || !t.defined()) return;
+  if (!dim || !t.defined()) return true;
+  STRATA_CHECK(t.dim() > 0, transform_name().c_str(), "argument ", arg,
+               " is 0-dim (a scalar) and has no dim to map over with in_dim ", *dim,
+               "; give it in_dim none to use the same value for every sample");
   const int64_t d = checked_dim(*dim, t.dim(), [&] {
     return detail::concat("in_dim ", *dim, " of argument ", arg, " (shape ",
                           shape_string(t.sizes()), ")");
@@ -57,11 +60,19 @@ void VmapCall::observe(size_t arg, const Tensor& t) {
   if (batch_size_ < 0) {
     batch_size_ = size;
     first_batched_ = {arg, DimVector(t.sizes()), *dim};
-    return;
+    return true;
   }
-  STRATA_CHECK(size == batch_size_, transform_name().c_str(),
-               "batch sizes disagree: ", describe_first_batched(), " has batch size ", batch_size_,
-               " but ", describe_argument(arg, t.sizes(), *dim), " has batch size ", size);
+  return size == batch_size_;
+}
+
+void VmapCall::throw_batch_size_mismatch(size_t arg, const Tensor& t,
+                                         const std::string& leaf) const {
+  const int64_t dim = *in_dim(arg);
+  const int64_t size = t.sizes()[static_cast<size_t>(dim < 0 ? dim + t.dim() : dim)];
+  STRATA_FAIL(transform_name().c_str(), "batch sizes disagree: ", describe_first_batched(),
+              " has batch size ", batch_size_, " but ",
+              leaf.empty() ? "" : "the leaf " + leaf + " of ",
+              describe_argument(arg, t.sizes(), dim), " has batch size ", size);
 }
 
 std::string VmapCall::describe_first_batched() const {
@@ -112,7 +123,44 @@ std::optional<int64_t> VmapCall::out_dim(std::optional<size_t> element) const {
   return options_.out_dims[*element];
 }
 
+std::string VmapCall::error_note() const {
+  return detail::concat(
+      "batch size ", chunk_size_,
+      chunk_size_ == batch_size_
+          ? std::string()
+          : detail::concat(", samples ", chunk_start_, " to ", chunk_start_ + chunk_size_ - 1),
+      "; the shapes an op names include the batch dim, one sample's shapes "
+      "lack it: input ",
+      describe_first_batched(), " has per-sample shape ", shape_string(per_sample_shape()));
+}
+
+DimVector VmapCall::per_sample_shape() const {
+  DimVector shape(first_batched_.sizes);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  shape.erase(
+      static_cast<size_t>(first_batched_.dim < 0 ? first_batched_.dim + rank : first_batched_.dim));
+  return shape;
+}
+
+void VmapCall::check_out_dims(size_t elements) const {
+  STRATA_CHECK(options_.out_dims.size() <= 1 || options_.out_dims.size() == elements,
+               transform_name().c_str(), "out_dims has ", options_.out_dims.size(),
+               " entries but the function returns ", elements,
+               " outputs (give one entry per output, or one for all)");
+}
+
+void VmapCall::throw_chunk_structure(std::pair<int64_t, int64_t> chunk,
+                                     const std::string& difference) const {
+  STRATA_FAIL(transform_name().c_str(), "with chunk_size ", options_.chunk_size,
+              ", the chunk of samples ", chunk.first, " to ", chunk.first + chunk.second - 1,
+              " returned a result structured otherwise than the first chunk's (", difference,
+              "); the function must return the same structure for every sample");
+}
+
 Tensor VmapCall::unwrap_output(const Tensor& t, std::optional<int64_t> out_dim) const {
+  STRATA_CHECK(t.defined(), transform_name().c_str(),
+               "the function returned an undefined tensor (a default-constructed Tensor) as an "
+               "output; every output leaf must be a defined tensor");
   BatchedTensorImpl* b = batched_at_level(t, level_);
   if (!out_dim) {
     STRATA_CHECK(b == nullptr, "vmap",

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -36,8 +37,13 @@ class VmapCall {
  public:
   VmapCall(const VmapOptions& options, size_t num_args);
 
-  // Called for every tensor leaf of argument `arg` before the first chunk.
-  void observe(size_t arg, const Tensor& t);
+  // Called for every tensor leaf of argument `arg` before the first chunk;
+  // false when its batch size differs from the earlier leaves'.
+  bool observe(size_t arg, const Tensor& t);
+  // Raises that leaf `leaf` (its path in the argument's tree) of argument `arg`
+  // has another batch size.
+  [[noreturn]] void throw_batch_size_mismatch(size_t arg, const Tensor& t,
+                                              const std::string& leaf) const;
   // Checks that some argument is batched and the batch is not empty.
   void finish_observing();
   int64_t batch_size() const { return batch_size_; }
@@ -54,6 +60,15 @@ class VmapCall {
   Tensor unwrap_output(const Tensor& t, std::optional<int64_t> out_dim) const;
   // The out_dim of output element `element` (nullopt: the result is not a tuple).
   std::optional<int64_t> out_dim(std::optional<size_t> element) const;
+  // For errors raised inside the chunk: its batch size, and that the shapes an
+  // op's message names include the batch dim.
+  std::string error_note() const;
+  // Checks that out_dims has no more entries than a tuple result has elements.
+  void check_out_dims(size_t elements) const;
+  // Raises that the chunk [start, start + size) returned a result structured
+  // otherwise than the first chunk's (`difference` says where).
+  [[noreturn]] void throw_chunk_structure(std::pair<int64_t, int64_t> chunk,
+                                          const std::string& difference) const;
   // Joins the chunks' outputs along their out_dim.
   static Tensor join(const std::vector<Tensor>& chunks, std::optional<int64_t> out_dim);
 
@@ -70,6 +85,7 @@ class VmapCall {
     int64_t dim = 0;
   } first_batched_;
   std::string describe_first_batched() const;
+  DimVector per_sample_shape() const;
   std::shared_ptr<RandomReplay> replay_ = std::make_shared<RandomReplay>();
   int64_t chunk_start_ = 0;
   int64_t chunk_size_ = 0;

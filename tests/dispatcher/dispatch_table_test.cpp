@@ -63,16 +63,19 @@ TEST_F(DispatchTable, DirectAutogradCpuKernelBeatsAutogradAlias) {
   EXPECT_EQ(run(), Log{kCpu});
 }
 
-TEST_F(DispatchTable, CompositeExplicitServesBackendsAndCallsWithoutTensors) {
+TEST_F(DispatchTable, CompositeExplicitServesBackendsAndUndefinedArgumentsRaise) {
   libs_.defs().def("op(Tensor x) -> Tensor");
   libs_.at(DispatchKey::CompositeExplicitAutograd).impl("op", &logging_kernel<kExplicit>);
   EXPECT_EQ(run(), Log{kExplicit});
   std::string message = error_message([&] { run(DispatchKeySet(DispatchKey::Functionalize)); });
   EXPECT_NE(message.find("Functionalize"), std::string::npos) << message;
-  // An undefined tensor carries no keys: the Undefined slot uses the composite.
+  // A Tensor argument must be defined: an undefined one is an error naming it
+  // before any kernel runs (an optional Tensor? may be empty).
   kernel_log().clear();
-  call_unary("test::op", Tensor());
-  EXPECT_EQ(kernel_log(), Log{kExplicit});
+  message = error_message([&] { call_unary("test::op", Tensor()); });
+  EXPECT_NE(message.find("argument 'x' (position 0) is an undefined tensor"), std::string::npos)
+      << message;
+  EXPECT_TRUE(kernel_log().empty());
 }
 
 TEST_F(DispatchTable, PrecedenceAtTheBackendKey) {

@@ -20,5 +20,6 @@ int main(int argc, char** argv) {
   strata::testing::register_vmap_tests();
   strata::testing::register_jacobian_tests();
   strata::testing::register_facet_tests();
+  strata::testing::register_trace_tests();
   return RUN_ALL_TESTS();
 }

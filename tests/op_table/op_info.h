@@ -103,6 +103,8 @@ void register_vmap_tests();
 void register_jacobian_tests();
 // Shape functions and FLOP formulas of the ops each entry reaches (facets_test.cpp).
 void register_facet_tests();
+// Trace, replay and text round trip of every sample (trace_test.cpp).
+void register_trace_tests();
 // op x {forward, grad, jvp, vmap, vmap∘grad, jacrev=jacfwd}: what the table checks for each op.
 void print_coverage_matrix(std::ostream& out);
 

@@ -164,8 +164,18 @@ void collect_outputs(const Stack& stack, size_t first, uint32_t saved_outputs, i
   }
 }
 
+// Marks the outputs of a view op at this level as views.
+void mark_views(const Stack& stack, size_t first, int64_t level) {
+  for (size_t i = first; i < stack.size(); ++i) {
+    if (!stack[i].is_tensor()) continue;
+    TensorWrapper* w = wrapper_at_level(stack[i].to_tensor(), level);
+    if (w != nullptr) w->autograd().is_view = true;
+  }
+}
+
 // The Autograd kernel of an op with a Derivative: runs the op and, when an input
 // requires grad at this level, records a FormulaNode as its outputs' grad_fn.
+
 void record(const OperatorHandle& op, const Derivative& derivative, int64_t level, Stack& stack) {
   const size_t nargs = op.schema().arguments().size();
   const size_t first = stack.size() - nargs;
@@ -177,6 +187,9 @@ void record(const OperatorHandle& op, const Derivative& derivative, int64_t leve
   }
   if (!tracked) {
     call_below_wrapper_level(op, stack, level);
+    // An untracked view is still a view: an in-place op that later writes a
+    // tracked value into it must raise, not leave its base without history.
+    if (op.entry().returns_view()) mark_views(stack, first, level);
     return;
   }
   auto node = make_intrusive<FormulaNode>(op, derivative, level);

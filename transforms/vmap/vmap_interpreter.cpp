@@ -42,6 +42,13 @@ void VmapInterpreter::process(const OperatorHandle& op, DispatchKeySet keys, Sta
     Interpreter::process(op, keys, stack);
     return;
   }
+  if (op.entry().decomposes_at(DispatchKey::Batched)) {
+    // A random op made of others (dropout of dropout_mask) draws only through
+    // them: run its decomposition with this layer on top, so the ops it calls
+    // come back here and only one that draws (not dropout in eval mode) is random.
+    op.entry().lookup(DispatchKey::Batched).call_boxed(op, keys, stack);
+    return;
+  }
   const char* name = op.operator_name().name.c_str();
   STRATA_CHECK(randomness_ != Randomness::Error, name, "is a random operation inside vmap (",
                describe_layer_stack(), ", batch size ", batch_size_,

@@ -1,0 +1,18 @@
+#pragma once
+
+// Strata's distributed part (Strata::distributed): DP-SGD helpers, the RDP
+// accountant, data and checkpoint files, and, when built with MPI
+// (STRATA_HAVE_MPI), st::dist::Group.
+
+#include <strata/strata.h>
+
+#include "distributed/dp/clipping.h"
+#include "distributed/dp/dp_sgd.h"
+#include "distributed/dp/poisson_sampling.h"
+#include "distributed/dp/rdp_accountant.h"
+#include "distributed/io/idx.h"
+#include "distributed/io/safetensors.h"
+#include "distributed/local_group.h"
+#ifdef STRATA_HAVE_MPI
+#include "distributed/group.h"
+#endif

@@ -1,0 +1,361 @@
+#include "distributed/group.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <sstream>
+
+namespace strata::dist {
+
+struct GroupState {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  CollectiveOptions options;
+};
+
+namespace {
+
+// Note [A failing rank ends the job]
+// MPI cannot interrupt a blocking call, so an exception on one rank while the
+// others wait in a collective would hang the job for good. init() therefore
+// installs a terminate handler: an exception that escapes main (or a thread) on
+// any rank prints "[dist] rank R of W: <what>" and calls MPI_Abort, which mpirun
+// turns into the end of every rank. Failures every rank sees alike (bad leaves,
+// trees that differ between ranks) are instead thrown as strata::Error on every
+// rank (Note [Collective signatures]), so a program may catch those.
+
+struct World {
+  std::mutex mutex;
+  std::shared_ptr<GroupState> state;
+  bool we_initialized = false;
+};
+
+World& world() {
+  static World* w = new World;  // never destroyed: the exit handler still reads it
+  return *w;
+}
+
+void finalize_at_exit() {
+  World& w = world();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (w.state && w.state->comm != MPI_COMM_NULL) MPI_Comm_free(&w.state->comm);
+  if (w.we_initialized) MPI_Finalize();
+}
+
+[[noreturn]] void abort_every_rank() {
+  std::string what = "an exception that is not a std::exception";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& error) {
+      what = error.what();
+    } catch (...) {
+    }
+  } else {
+    what = "std::terminate without an exception";
+  }
+  int rank = -1, size = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::fprintf(stderr, "[dist] rank %d of %d: %s; aborting every rank\n", rank, size,
+               what.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+void check_mpi(int rc, const char* tag, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  STRATA_FAIL(tag, call, " failed: ", std::string(text, static_cast<size_t>(length)));
+}
+
+Group init_world(int* argc, char*** argv) {
+  World& w = world();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  if (w.state) return Group(w.state);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  STRATA_CHECK(!finalized, "dist::init", "MPI was finalized already; it cannot start again");
+  if (!initialized) {
+    int provided = 0;
+    check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "dist::init",
+              "MPI_Init_thread");
+    w.we_initialized = true;
+    std::atexit(finalize_at_exit);
+  }
+  auto state = std::make_shared<GroupState>();
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &state->comm), "dist::init", "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(state->comm, &state->rank);
+  MPI_Comm_size(state->comm, &state->size);
+  std::set_terminate(abort_every_rank);
+  w.state = state;
+  return Group(state);
+}
+
+// Note [Collective signatures]
+// Ranks that disagree about a collective (a leaf more, another dtype or shape,
+// another root or bucket size) would otherwise pair up the wrong messages: a
+// hang, or silently mixed data. Before any data moves, every rank hashes what it
+// was given (the collective, the root, the bucket options, each leaf's dtype and
+// sizes) and the ranks take the max of {hash, ~hash, failed}: max(hash) and
+// ~max(~hash) = min(hash) differ exactly when some ranks differ, and `failed`
+// says whether any rank found its own arguments bad. That is one small
+// all-reduce, and afterwards every rank knows the same thing, so all of them
+// throw or none does.
+enum class Collective : uint64_t { AllReduce = 1, Broadcast = 2 };
+
+class Fnv1a {
+ public:
+  void add(uint64_t value) {
+    for (int byte = 0; byte < 8; ++byte) {
+      hash_ ^= (value >> (8 * byte)) & 0xff;
+      hash_ *= 0x100000001b3ull;
+    }
+  }
+  uint64_t value() const { return hash_; }
+
+ private:
+  uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+std::string describe(const std::vector<Tensor>& leaves) {
+  std::ostringstream out;
+  out << leaves.size() << (leaves.size() == 1 ? " leaf" : " leaves");
+  for (size_t i = 0; i < leaves.size() && i < 8; ++i) {
+    out << (i == 0 ? ": " : ", ");
+    if (!leaves[i].defined()) {
+      out << "undefined";
+      continue;
+    }
+    out << leaves[i].dtype() << '[';
+    for (int64_t d = 0; d < leaves[i].dim(); ++d) out << (d ? ", " : "") << leaves[i].size(d);
+    out << ']';
+  }
+  if (leaves.size() > 8) out << ", ...";
+  return out.str();
+}
+
+// Why this rank cannot take part with these leaves, or "" if it can.
+std::string local_problem(const std::vector<Tensor>& leaves, Collective op) {
+  const DispatchKeySet transform_keys{DispatchKey::Batched, DispatchKey::Functionalize,
+                                      DispatchKey::DynamicLayerFront, DispatchKey::Mode};
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Tensor& leaf = leaves[i];
+    const std::string at = "leaf " + std::to_string(i);
+    if (!leaf.defined()) return at + " is an undefined tensor";
+    if (!leaf.device().is_cpu()) {
+      std::ostringstream why;
+      why << at << " is on " << leaf.device()
+          << "; the MPI group takes CPU tensors (NCCL is not built)";
+      return why.str();
+    }
+    if (!(leaf.key_set() & transform_keys).empty()) {
+      return at + " is a tensor of a transform (grad, vmap, functionalize); collectives take "
+                  "plain tensors, outside transforms";
+    }
+    if (op == Collective::AllReduce && leaf.dtype() == kBool) {
+      return at + " is Bool; all_reduce sums Float32, Float64 or Int64 leaves";
+    }
+  }
+  return "";
+}
+
+void agree(const GroupState& g, const char* tag, Collective op, int root,
+           const std::vector<Tensor>& leaves) {
+  const std::string problem = local_problem(leaves, op);
+  Fnv1a hash;
+  hash.add(static_cast<uint64_t>(op));
+  hash.add(static_cast<uint64_t>(root));
+  hash.add(g.options.bucket_bytes);
+  hash.add(g.options.direct_bytes);
+  hash.add(leaves.size());
+  for (const Tensor& leaf : leaves) {
+    if (!leaf.defined()) continue;
+    hash.add(static_cast<uint64_t>(leaf.dtype()));
+    hash.add(static_cast<uint64_t>(leaf.dim()));
+    for (int64_t d = 0; d < leaf.dim(); ++d) hash.add(static_cast<uint64_t>(leaf.size(d)));
+  }
+  uint64_t votes[3] = {hash.value(), ~hash.value(), problem.empty() ? 0u : 1u};
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, votes, 3, MPI_UINT64_T, MPI_MAX, g.comm), tag,
+            "MPI_Allreduce");
+  STRATA_CHECK(problem.empty(), tag, problem);
+  STRATA_CHECK(votes[2] == 0, tag, "another rank was given leaves it cannot use (it says why)");
+  STRATA_CHECK(votes[0] == ~votes[1], tag,
+               "the ranks were given different trees, roots or bucket options; rank ", g.rank,
+               " has ", describe(leaves), ". Every rank must pass leaves of the same dtypes "
+               "and shapes, in the same order");
+  STRATA_CHECK(root >= 0 && root < g.size, tag, "root ", root, " is not a rank of a group of ",
+               g.size);
+}
+
+// Note [Bucketed collectives]
+// A tree of gradients has a few large leaves and many small ones. A message per
+// leaf pays MPI's latency per leaf; one message for the whole tree copies every
+// byte into a staging buffer and back. So the leaves of each dtype (a reduction
+// needs one element type) are cut, in tree order, into messages of two kinds: a
+// leaf of at least direct_bytes is a message of its own (large enough to run at
+// the link's bandwidth), and the other leaves are packed into buckets of at most
+// bucket_bytes, one message each. A message of one contiguous leaf is reduced in
+// place, with no copy; the others go through a staging buffer and are copied
+// back after. All messages are started at once (non-blocking) and waited for
+// together: on a loaded machine each blocking collective is a rendezvous that
+// can cost a time slice, and one wait for all of them pays it once. The plan depends only on what the signature covers (dtypes, sizes,
+// options), never on a rank's strides, so every rank makes the same one and the
+// messages pair up.
+struct Message {
+  ScalarType dtype;
+  std::vector<size_t> leaves;
+  int64_t numel = 0;
+};
+
+std::vector<Message> plan(const std::vector<Tensor>& leaves, const CollectiveOptions& options) {
+  std::vector<Message> messages;
+  for (ScalarType dtype : {kFloat32, kFloat64, kInt64, kBool}) {
+    const auto element = static_cast<size_t>(element_size(dtype));
+    Message bucket{dtype, {}, 0};
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const Tensor& leaf = leaves[i];
+      if (leaf.dtype() != dtype || leaf.numel() == 0) continue;
+      const size_t bytes = static_cast<size_t>(leaf.numel()) * element;
+      if (bytes >= options.direct_bytes) {
+        messages.push_back({dtype, {i}, leaf.numel()});
+        continue;
+      }
+      if (!bucket.leaves.empty() &&
+          static_cast<size_t>(bucket.numel) * element + bytes > options.bucket_bytes) {
+        messages.push_back(std::move(bucket));
+        bucket = {dtype, {}, 0};
+      }
+      bucket.leaves.push_back(i);
+      bucket.numel += leaf.numel();
+    }
+    if (!bucket.leaves.empty()) messages.push_back(std::move(bucket));
+  }
+  return messages;
+}
+
+MPI_Datatype mpi_type(ScalarType dtype) {
+  switch (dtype) {
+    case ScalarType::Float32: return MPI_FLOAT;
+    case ScalarType::Float64: return MPI_DOUBLE;
+    case ScalarType::Int64: return MPI_INT64_T;
+    case ScalarType::Bool: return MPI_BYTE;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+// Starts one message's MPI calls (non-blocking, in pieces whose counts fit an
+// int), appending their requests.
+void start(const GroupState& g, const char* tag, Collective op, int root, void* data,
+           int64_t numel, ScalarType dtype, std::vector<MPI_Request>& requests) {
+  constexpr int64_t kMaxCount = INT_MAX / 2;
+  auto* bytes = static_cast<char*>(data);
+  for (int64_t first = 0; first < numel; first += kMaxCount) {
+    const int count = static_cast<int>(std::min(kMaxCount, numel - first));
+    void* piece = bytes + first * element_size(dtype);
+    MPI_Request request;
+    if (op == Collective::AllReduce) {
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, piece, count, mpi_type(dtype), MPI_SUM, g.comm,
+                               &request),
+                tag, "MPI_Iallreduce");
+    } else {
+      check_mpi(MPI_Ibcast(piece, count, mpi_type(dtype), root, g.comm, &request), tag,
+                "MPI_Ibcast");
+    }
+    requests.push_back(request);
+  }
+}
+
+void run(const GroupState& g, const char* tag, Collective op, int root,
+         const std::vector<Tensor>& leaves) {
+  if (g.options.verify) {
+    agree(g, tag, op, root, leaves);
+  } else {
+    const std::string problem = local_problem(leaves, op);
+    STRATA_CHECK(problem.empty(), tag, problem);
+  }
+  const bool sends = op == Collective::AllReduce || g.rank == root;
+  const std::vector<Message> messages = plan(leaves, g.options);
+  // Each message's staging buffer (undefined: in place), packed before any starts.
+  std::vector<Tensor> staging(messages.size());
+  auto slice = [&](size_t m, size_t i, int64_t offset) {
+    return staging[m].narrow(0, offset, leaves[i].numel()).view(leaves[i].sizes());
+  };
+  std::vector<MPI_Request> requests;
+  for (size_t m = 0; m < messages.size(); ++m) {
+    const Message& message = messages[m];
+    void* data = nullptr;
+    if (message.leaves.size() == 1 && leaves[message.leaves[0]].is_contiguous()) {
+      data = leaves[message.leaves[0]].data_ptr();
+    } else {
+      staging[m] = empty({message.numel}, message.dtype);
+      int64_t offset = 0;
+      for (size_t i : message.leaves) {
+        if (sends) slice(m, i, offset).copy_(leaves[i]);
+        offset += leaves[i].numel();
+      }
+      data = staging[m].data_ptr();
+    }
+    start(g, tag, op, root, data, message.numel, message.dtype, requests);
+  }
+  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
+            tag, "MPI_Waitall");
+  for (size_t m = 0; m < messages.size(); ++m) {
+    if (!staging[m].defined()) continue;
+    int64_t offset = 0;
+    for (size_t i : messages[m].leaves) {
+      leaves[i].copy_(slice(m, i, offset));
+      offset += leaves[i].numel();
+    }
+  }
+}
+
+}  // namespace
+
+int Group::rank() const { return state_->rank; }
+int Group::size() const { return state_->size; }
+
+void Group::all_reduce_leaves(const std::vector<Tensor>& leaves) const {
+  run(*state_, "dist::all_reduce", Collective::AllReduce, 0, leaves);
+}
+
+void Group::broadcast_leaves(const std::vector<Tensor>& leaves, int root) const {
+  run(*state_, "dist::broadcast", Collective::Broadcast, root, leaves);
+}
+
+void Group::barrier() const {
+  check_mpi(MPI_Barrier(state_->comm), "dist::barrier", "MPI_Barrier");
+}
+
+void Group::abort(const std::string& message, int exit_code) const {
+  std::fprintf(stderr, "[dist] rank %d of %d: %s; aborting every rank\n", state_->rank,
+               state_->size, message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(state_->comm, exit_code);
+  std::abort();
+}
+
+const CollectiveOptions& Group::options() const { return state_->options; }
+
+void Group::set_options(const CollectiveOptions& options) {
+  STRATA_CHECK(options.bucket_bytes > 0, "dist::set_options", "bucket_bytes must be positive");
+  state_->options = options;
+}
+
+Group init(int& argc, char**& argv) { return init_world(&argc, &argv); }
+Group init() { return init_world(nullptr, nullptr); }
+
+}  // namespace strata::dist

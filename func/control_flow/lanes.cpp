@@ -1,0 +1,116 @@
+#include "func/control_flow/lanes.h"
+
+#include "ops/elementwise.h"
+#include "tensor/error.h"
+#include "transforms/tensor_wrapper.h"
+#include "transforms/vmap/batched_tensor.h"
+
+namespace strata::control_flow {
+
+namespace {
+
+// The plain tensor under every grad, jvp and vmap level of t: every lane of
+// every vmap level is there, as a physical dim.
+Tensor below_all_levels(const Tensor& t) {
+  Tensor current = t;
+  while (true) {
+    if (const TensorWrapper* w = as_wrapper(current)) {
+      current = w->value();
+    } else if (const batching::BatchedTensorImpl* b = batching::as_batched(current)) {
+      current = b->value();
+    } else {
+      return current;
+    }
+  }
+}
+
+bool batched_at_any_level(const Tensor& t) {
+  Tensor current = t;
+  while (true) {
+    if (const TensorWrapper* w = as_wrapper(current)) {
+      current = w->value();
+    } else {
+      return batching::as_batched(current) != nullptr;
+    }
+  }
+}
+
+// t with its vmap levels kept and its grad and jvp levels dropped: a constant
+// to every grad and jvp level. nullopt when t has no grad or jvp level.
+std::optional<Tensor> without_autodiff_levels(const Tensor& t) {
+  if (const TensorWrapper* w = as_wrapper(t)) {
+    return without_autodiff_levels(w->value()).value_or(w->value());
+  }
+  if (const batching::BatchedTensorImpl* b = batching::as_batched(t)) {
+    std::optional<Tensor> inner = without_autodiff_levels(b->value());
+    if (!inner) return std::nullopt;
+    return batching::make_batched(*inner, b->bdim(), b->level());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void check_predicate(const Tensor& pred, const char* op, const char* what) {
+  STRATA_CHECK(pred.defined(), op, what, " is an undefined tensor");
+  STRATA_CHECK(pred.dtype() == kBool && pred.dim() == 0, op, what,
+               " must be a 0-dim Bool tensor, got shape ", shape_string(pred.sizes()),
+               " and dtype ", to_string(pred.dtype()));
+}
+
+std::optional<bool> concrete_predicate(const Tensor& pred) {
+  if (batched_at_any_level(pred)) return std::nullopt;
+  return below_all_levels(pred).item<bool>();
+}
+
+bool any_lane(const Tensor& pred) {
+  for (bool lane : below_all_levels(pred).to_vector<bool>()) {
+    if (lane) return true;
+  }
+  return false;
+}
+
+std::vector<Tensor> mask_untaken_lanes(const Tensor& pred, bool taken_when,
+                                       const std::vector<Tensor>& operands) {
+  std::vector<Tensor> masked;
+  masked.reserve(operands.size());
+  for (const Tensor& x : operands) {
+    std::optional<Tensor> constant =
+        is_floating_point(x.dtype()) ? without_autodiff_levels(x) : std::nullopt;
+    if (!constant) {
+      masked.push_back(x);
+    } else {
+      masked.push_back(taken_when ? where(pred, x, *constant) : where(pred, *constant, x));
+    }
+  }
+  return masked;
+}
+
+std::vector<Tensor> select_lanes(const Tensor& pred, const std::vector<Tensor>& a,
+                                 const std::vector<Tensor>& b) {
+  std::vector<Tensor> out;
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out.push_back(where(pred, a[i], b[i]));
+  return out;
+}
+
+void check_same_leaves(const char* op, const char* what, const char* expected_name,
+                       const std::vector<Tensor>& expected, const char* got_name,
+                       const std::vector<Tensor>& got) {
+  STRATA_CHECK(expected.size() == got.size(), op, what, " differ in structure: ", expected_name,
+               " has ", expected.size(), " tensor leaves, ", got_name, " has ", got.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Tensor& e = expected[i];
+    const Tensor& g = got[i];
+    STRATA_CHECK(e.defined() && g.defined(), op, what, ": leaf ", i, " is undefined in ",
+                 e.defined() ? got_name : expected_name);
+    STRATA_CHECK(e.sizes() == g.sizes(), op, what, ": leaf ", i, " differs in shape: ",
+                 expected_name, " has ", shape_string(e.sizes()), ", ", got_name, " has ",
+                 shape_string(g.sizes()));
+    STRATA_CHECK(e.dtype() == g.dtype(), op, what, ": leaf ", i, " differs in dtype: ",
+                 expected_name, " has ", to_string(e.dtype()), ", ", got_name, " has ",
+                 to_string(g.dtype()));
+  }
+}
+
+}  // namespace strata::control_flow

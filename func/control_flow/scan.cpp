@@ -1,0 +1,121 @@
+#include <string>
+
+#include "func/control_flow/control_flow_ops.h"
+#include "func/control_flow/lanes.h"
+#include "ops/shape.h"
+#include "tensor/error.h"
+
+namespace strata::control_flow {
+
+namespace {
+
+// The number of steps: the common size of dim 0 of the xs leaves.
+int64_t scan_length(const char* op, const std::vector<Tensor>& xs) {
+  STRATA_CHECK(!xs.empty(), op, "xs has no tensor leaves, so the number of steps is unknown");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    STRATA_CHECK(xs[i].dim() >= 1, op, "xs leaf ", i, " is 0-dim; each leaf is scanned over dim 0");
+    STRATA_CHECK(xs[i].sizes()[0] == xs[0].sizes()[0], op, "xs leaves differ in length: leaf 0 has ",
+                 xs[0].sizes()[0], " steps (shape ", shape_string(xs[0].sizes()), "), leaf ", i,
+                 " has ", xs[i].sizes()[0], " (shape ", shape_string(xs[i].sizes()), ")");
+  }
+  const int64_t length = xs[0].sizes()[0];
+  STRATA_CHECK(length > 0, op, "xs has length 0; the result's shapes need at least one step");
+  return length;
+}
+
+void append_step(std::vector<Tensor>& args, const std::vector<Tensor>& xs, int64_t t) {
+  for (const Tensor& x : xs) args.push_back(x.select(0, t));
+}
+
+// Each step's results stacked along a new dim 0, in step order; `ys[t]` holds step t's.
+std::vector<Tensor> stack_steps(const char* op, const std::vector<std::vector<Tensor>>& ys) {
+  std::vector<Tensor> stacked;
+  for (size_t t = 1; t < ys.size(); ++t) {
+    const std::string other = "step " + std::to_string(t);
+    check_same_leaves(op, "the steps' outputs", "step 0", ys[0], other.c_str(), ys[t]);
+  }
+  for (size_t leaf = 0; leaf < ys[0].size(); ++leaf) {
+    std::vector<Tensor> parts;
+    parts.reserve(ys.size());
+    for (const auto& step : ys) parts.push_back(step[leaf]);
+    stacked.push_back(stack(parts, 0));
+  }
+  return stacked;
+}
+
+// Inline at every key (Note [Control flow runs inline under grad, jvp and vmap]).
+std::vector<Tensor> run_scan(const HigherOrderOperator& op, const HopArgs& args) {
+  const char* name = op.name().c_str();
+  const auto carry_leaves = static_cast<size_t>(args.attrs.at(0));
+  const bool reverse = args.attrs.at(1) != 0;
+  std::vector<Tensor> carry(args.operands.begin(), args.operands.begin() + carry_leaves);
+  const std::vector<Tensor> xs(args.operands.begin() + carry_leaves, args.operands.end());
+  const int64_t length = scan_length(name, xs);
+  std::vector<std::vector<Tensor>> ys(static_cast<size_t>(length));
+  for (int64_t i = 0; i < length; ++i) {
+    const int64_t t = reverse ? length - 1 - i : i;
+    std::vector<Tensor> step_args = carry;
+    append_step(step_args, xs, t);
+    std::vector<Tensor> out = args.fns[0](step_args);
+    STRATA_CHECK(out.size() >= carry.size(), name, "step returned ", out.size(),
+                 " tensor leaves, fewer than the carry's ", carry.size());
+    std::vector<Tensor> next(out.begin(), out.begin() + carry_leaves);
+    check_same_leaves(name, "the step's carry and the carry", "the carry", carry, "step", next);
+    carry = std::move(next);
+    ys[static_cast<size_t>(t)].assign(out.begin() + carry_leaves, out.end());
+  }
+  std::vector<Tensor> result = std::move(carry);
+  for (Tensor& y : stack_steps(name, ys)) result.push_back(std::move(y));
+  return result;
+}
+
+std::vector<Tensor> run_map(const HigherOrderOperator& op, const HopArgs& args) {
+  const char* name = op.name().c_str();
+  const int64_t length = scan_length(name, args.operands);
+  std::vector<std::vector<Tensor>> ys;
+  ys.reserve(static_cast<size_t>(length));
+  for (int64_t t = 0; t < length; ++t) {
+    std::vector<Tensor> step_args;
+    append_step(step_args, args.operands, t);
+    ys.push_back(args.fns[0](step_args));
+  }
+  return stack_steps(name, ys);
+}
+
+constexpr std::initializer_list<HopKey> kInlineKeys = {HopKey::Backend, HopKey::Grad, HopKey::Jvp,
+                                                       HopKey::Vmap};
+
+}  // namespace
+
+const HigherOrderOperator& scan_op() {
+  static HigherOrderOperator op("strata::scan");
+  static const bool registered = (op.impl(kInlineKeys, &run_scan), true);
+  (void)registered;
+  return op;
+}
+
+const HigherOrderOperator& map_op() {
+  static HigherOrderOperator op("strata::map");
+  static const bool registered = (op.impl(kInlineKeys, &run_map), true);
+  (void)registered;
+  return op;
+}
+
+std::vector<Tensor> scan(FlatFn step, std::vector<Tensor> init, std::vector<Tensor> xs,
+                         bool reverse) {
+  HopArgs args;
+  args.attrs = {static_cast<int64_t>(init.size()), reverse ? 1 : 0};
+  args.operands = std::move(init);
+  for (Tensor& x : xs) args.operands.push_back(std::move(x));
+  args.fns = {std::move(step)};
+  return scan_op()(args);
+}
+
+std::vector<Tensor> map(FlatFn f, std::vector<Tensor> xs) {
+  HopArgs args;
+  args.operands = std::move(xs);
+  args.fns = {std::move(f)};
+  return map_op()(args);
+}
+
+}  // namespace strata::control_flow

@@ -1,0 +1,53 @@
+#include "func/control_flow/control_flow_ops.h"
+#include "func/control_flow/lanes.h"
+#include "tensor/error.h"
+
+namespace strata::control_flow {
+
+namespace {
+
+Tensor predicate_of(const HigherOrderOperator& op, const std::vector<Tensor>& cond_out) {
+  STRATA_CHECK(cond_out.size() == 1, op.name().c_str(), "cond_fn must return one tensor, got ",
+               cond_out.size());
+  check_predicate(cond_out.front(), op.name().c_str(), "cond_fn's result");
+  return cond_out.front();
+}
+
+// Inline at every key (Note [Control flow runs inline under grad, jvp and vmap]).
+// A per-lane predicate runs the body while any lane continues; finished lanes
+// keep their carry.
+std::vector<Tensor> run_while_loop(const HigherOrderOperator& op, const HopArgs& args) {
+  const FlatFn& cond_fn = args.fns[0];
+  const FlatFn& body_fn = args.fns[1];
+  const char* name = op.name().c_str();
+  std::vector<Tensor> carry = args.operands;
+  while (true) {
+    const Tensor pred = predicate_of(op, cond_fn(carry));
+    const std::optional<bool> go_on = concrete_predicate(pred);
+    if (go_on ? !*go_on : !any_lane(pred)) return carry;
+    std::vector<Tensor> next = body_fn(go_on ? carry : mask_untaken_lanes(pred, true, carry));
+    check_same_leaves(name, "the body's result and the carry", "the carry", carry, "body_fn",
+                      next);
+    carry = go_on ? std::move(next) : select_lanes(pred, next, carry);
+  }
+}
+
+}  // namespace
+
+const HigherOrderOperator& while_loop_op() {
+  static HigherOrderOperator op("strata::while_loop");
+  static const bool registered =
+      (op.impl({HopKey::Backend, HopKey::Grad, HopKey::Jvp, HopKey::Vmap}, &run_while_loop),
+       true);
+  (void)registered;
+  return op;
+}
+
+std::vector<Tensor> while_loop(FlatFn cond_fn, FlatFn body_fn, std::vector<Tensor> init) {
+  HopArgs args;
+  args.operands = std::move(init);
+  args.fns = {std::move(cond_fn), std::move(body_fn)};
+  return while_loop_op()(args);
+}
+
+}  // namespace strata::control_flow

@@ -1,0 +1,220 @@
+#include "func/functionalize/functionalize_interpreter.h"
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "dispatcher/dispatcher.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "transforms/view_tracking.h"
+
+namespace strata::functionalization {
+namespace {
+
+// Replaces this level's wrappers among the arguments by their (synced) values.
+void unwrap_arguments(Stack& stack, size_t first, int64_t level, Remove remove) {
+  auto unwrap = [&](Tensor& t) {
+    if (FunctionalTensorWrapper* w = functional_at_level(t, level)) {
+      sync(*w, remove);
+      t = w->value();
+    }
+  };
+  for (size_t i = first; i < stack.size(); ++i) {
+    IValue& arg = stack[i];
+    if (arg.is_tensor()) {
+      unwrap(arg.to_tensor());
+    } else if (arg.is_tensor_list()) {
+      for (Tensor& t : arg.to_tensor_list()) unwrap(t);
+    }
+  }
+}
+
+void wrap_results(Stack& stack, size_t first, int64_t level) {
+  for (size_t i = first; i < stack.size(); ++i) {
+    IValue& result = stack[i];
+    if (result.is_tensor()) {
+      Tensor& t = result.to_tensor();
+      if (t.defined()) t = make_functional(std::move(t), level);
+    } else if (result.is_tensor_list()) {
+      for (Tensor& t : result.to_tensor_list()) t = make_functional(std::move(t), level);
+    }
+  }
+}
+
+bool same_arguments(const FunctionSchema& a, const FunctionSchema& b) {
+  if (a.arguments().size() != b.arguments().size()) return false;
+  for (size_t i = 0; i < a.arguments().size(); ++i) {
+    if (!(a.arguments()[i].type == b.arguments()[i].type)) return false;
+  }
+  return true;
+}
+
+// add_.Tensor -> add.Tensor: the op of the same name without the trailing '_'
+// and the same arguments, if there is one.
+std::optional<OperatorHandle> out_of_place_variant(const OperatorHandle& op) {
+  thread_local std::unordered_map<const OperatorEntry*, std::optional<OperatorHandle>> cache;
+  auto [it, inserted] = cache.try_emplace(&op.entry());
+  if (!inserted) return it->second;
+  std::string name = op.operator_name().name;
+  if (name.empty() || name.back() != '_') return std::nullopt;
+  name.pop_back();
+  std::optional<OperatorHandle> variant =
+      Dispatcher::singleton().find_schema({name, op.operator_name().overload_name});
+  if (variant && !variant->entry().returned_argument_index() &&
+      same_arguments(variant->schema(), op.schema())) {
+    it->second = variant;
+  }
+  return it->second;
+}
+
+// The value the written argument has after `op` (its arguments unwrapped at
+// stack[first...]), computed without writing into anything below the level but
+// a fresh copy. The out-of-place variant gives it when its result has the
+// argument's shape and dtype (else the in-place op would broadcast, cast or
+// fail: it runs on a copy, which gives eager's result or eager's error).
+Tensor new_value(const OperatorHandle& op, const Stack& stack, size_t first, size_t written) {
+  BelowTopLayer below;
+  const Tensor& old = stack[first + written].to_tensor();
+  if (op.operator_name().name == "strata::copy_") {
+    return stack[first + 1].to_tensor().to(old.dtype()).expand(old.sizes()).clone();
+  }
+  Stack args(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
+  if (std::optional<OperatorHandle> variant = out_of_place_variant(op)) {
+    Stack out = args;
+    variant->call_boxed(out);
+    const Tensor& result = out[0].to_tensor();
+    if (result.sizes() == old.sizes() && result.dtype() == old.dtype()) return result;
+  }
+  Tensor copy = old.clone();
+  args[written] = copy;
+  op.call_boxed(args);
+  return copy;
+}
+
+bool has_as_strided(const std::vector<ViewStep>& steps) {
+  for (const ViewStep& step : steps) {
+    if (step.op.operator_name().name == "strata::as_strided") return true;
+  }
+  return false;
+}
+
+// An op defined only by a decomposition (reshape, zero_, to) runs it at the
+// level, so that the level sees its parts: whether reshape made a view or a copy,
+// whether to() returned self.
+bool decomposes(const OperatorEntry& entry) {
+  return entry.has_kernel_for(DispatchKey::CompositeImplicitAutograd) &&
+         !entry.has_kernel_for(DispatchKey::CompositeExplicitAutograd) &&
+         !entry.has_kernel_for(DispatchKey::CPU) && !entry.has_kernel_for(DispatchKey::CUDA);
+}
+
+}  // namespace
+
+void sync(FunctionalTensorWrapper& w, Remove remove) {
+  if (!w.is_stale()) return;
+  const FunctionalBase& base = *w.base();
+  if (!w.is_view()) {
+    w.set_value(base.value);
+    return;
+  }
+  // as_strided addresses memory, not elements: on a value laid out unlike the
+  // root it was taken from, it would pick other elements.
+  STRATA_CHECK(!has_as_strided(w.steps()) || w.root_layout_unchanged(), "functionalize",
+               "cannot regenerate a view made by as_strided after its base (of shape ",
+               shape_string(base.value.sizes()), ") was written at ", describe_layer_stack(),
+               ": the written base is laid out with strides ", shape_string(base.value.strides()),
+               ", not as when the view was taken; take the view after the write");
+  BelowTopLayer below;
+  Tensor value = replay_view(w.steps(), base.value);
+  w.set_value(remove == Remove::MutationsAndViews ? value.clone() : value);
+}
+
+void FunctionalizeInterpreter::process(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
+  if (decomposes(op.entry())) {
+    op.redispatch_boxed(DispatchKeySet(DispatchKey::Functionalize), stack);
+    return;
+  }
+  const int64_t level = top_layer("functionalize").level;
+  const size_t first = stack.size() - op.schema().arguments().size();
+  if (std::optional<size_t> written = op.entry().returned_argument_index()) {
+    const IValue& target = stack[first + *written];
+    if (target.is_tensor() && functional_at_level(target.to_tensor(), level)) {
+      write(op, stack, first, *written, level);
+      return;
+    }
+    // A write into a tensor from outside the level (a captured tensor) happens
+    // as in eager code, and the op returns that tensor.
+    unwrap_arguments(stack, first, level, remove_);
+    call_below_top_layer(op, argument_keys(op, stack), stack);
+    return;
+  }
+  if (op.entry().returns_view() && stack[first].is_tensor() &&
+      functional_at_level(stack[first].to_tensor(), level)) {
+    view(op, stack, first, level);
+    return;
+  }
+  unwrap_arguments(stack, first, level, remove_);
+  call_below_top_layer(op, argument_keys(op, stack), stack);
+  wrap_results(stack, first, level);
+}
+
+void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, size_t first,
+                                     size_t written, int64_t level) {
+  const Tensor target_tensor = stack[first + written].to_tensor();
+  FunctionalTensorWrapper& target = *as_functional(target_tensor);
+  STRATA_CHECK(!target.may_overlap(), op.operator_name().to_string().c_str(),
+               "writes into a tensor of shape ", shape_string(target.sizes()), " and strides ",
+               shape_string(target.strides()),
+               " whose elements share memory (an expanded input, or a view made by expand or "
+               "as_strided) at ",
+               describe_layer_stack(),
+               ": functionalize cannot give it eager's values; write into a clone instead");
+  unwrap_arguments(stack, first, level, remove_);
+  const Tensor updated = new_value(op, stack, first, written);
+  FunctionalBase& base = *target.base();
+  if (!target.is_view()) {
+    base.value = updated;
+    ++base.generation;
+    target.set_value(updated);
+  } else {
+    Tensor root;
+    {
+      BelowTopLayer below;
+      root = base.value.clone();
+      replay_view(target.steps(), root).copy_(updated);
+    }
+    base.value = std::move(root);
+    ++base.generation;
+    sync(target, remove_);
+  }
+  stack.resize(first);
+  stack.emplace_back(target_tensor);
+}
+
+void FunctionalizeInterpreter::view(const OperatorHandle& op, Stack& stack, size_t first,
+                                    int64_t level) {
+  const Tensor self_tensor = stack[first].to_tensor();
+  const FunctionalTensorWrapper& self = *as_functional(self_tensor);
+  unwrap_arguments(stack, first, level, remove_);
+  const Stack args(stack.begin() + static_cast<std::ptrdiff_t>(first) + 1, stack.end());
+  call_below_top_layer(op, argument_keys(op, stack), stack);
+  auto wrap = [&](Tensor& t, int64_t list_index) {
+    if (!t.defined()) return;
+    if (remove_ == Remove::MutationsAndViews) {
+      BelowTopLayer below;
+      t = t.clone();
+    }
+    t = make_functional_view(std::move(t), self, {op, args, list_index}, level);
+  };
+  for (size_t i = first; i < stack.size(); ++i) {
+    IValue& result = stack[i];
+    if (result.is_tensor()) {
+      wrap(result.to_tensor(), -1);
+    } else if (result.is_tensor_list()) {
+      std::vector<Tensor>& outs = result.to_tensor_list();
+      for (size_t k = 0; k < outs.size(); ++k) wrap(outs[k], static_cast<int64_t>(k));
+    }
+  }
+}
+
+}  // namespace strata::functionalization

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+
+#include "transforms/functionalize/functional_tensor.h"
+#include "transforms/layer_stack.h"
+
+namespace strata {
+
+// What functionalize removes (DESIGN.md: the public API).
+enum class Remove : uint8_t {
+  Mutations,          // in-place ops become out-of-place ones
+  MutationsAndViews,  // and view ops return fresh tensors (view_copy semantics)
+};
+
+namespace functionalization {
+
+// The interpreter of a functionalize layer (Note [Functional tensors]): every
+// call that reaches it runs one level down on the wrappers' values, its outputs
+// wrapped at the level; an in-place op on a wrapper computes the new value out
+// of place and points the wrapper (and the views of its root) at it.
+class FunctionalizeInterpreter final : public Interpreter {
+ public:
+  explicit FunctionalizeInterpreter(Remove remove) : remove_(remove) {}
+
+  TransformKind kind() const override { return TransformKind::Functionalize; }
+  DispatchKeySet keys() const override { return DispatchKeySet(DispatchKey::Functionalize); }
+  void process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) override;
+  bool default_process(const OperatorHandle&) const override { return false; }
+
+  Remove remove() const { return remove_; }
+
+ private:
+  void write(const OperatorHandle& op, Stack& stack, size_t first, size_t written, int64_t level);
+  void view(const OperatorHandle& op, Stack& stack, size_t first, int64_t level);
+
+  Remove remove_;
+};
+
+// Brings a stale wrapper up to date with its root (the level's layer on top).
+void sync(FunctionalTensorWrapper& w, Remove remove);
+
+}  // namespace functionalization
+}  // namespace strata

@@ -1,0 +1,116 @@
+#include "func/trace/graph.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "tensor/error.h"
+
+namespace strata {
+
+ValueType value_type_of(const Tensor& t) {
+  return ValueType{t.dtype(), DimVector(t.sizes()), t.device()};
+}
+
+std::string to_string(const ValueType& type) {
+  std::ostringstream out;
+  out << type.dtype << shape_string(type.sizes);
+  if (!type.device.is_cpu()) out << ' ' << type.device;
+  return out.str();
+}
+
+DispatchKeySet replay_keys(Device device) { return DispatchKeySet(backend_key(device.type)); }
+
+int64_t Graph::add_input(ValueType type) {
+  values_.push_back({GraphValue::Kind::Input, std::move(type), Tensor()});
+  inputs_.push_back(static_cast<int64_t>(values_.size()) - 1);
+  return inputs_.back();
+}
+
+int64_t Graph::add_constant(Tensor value) {
+  values_.push_back({GraphValue::Kind::Constant, value_type_of(value), std::move(value)});
+  return static_cast<int64_t>(values_.size()) - 1;
+}
+
+size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeArg> args) {
+  const KernelFunction* kernel = &op.entry().lookup(keys.highest());
+  nodes_.push_back(GraphNode{op, keys, kernel, std::move(args), {}});
+  return nodes_.size() - 1;
+}
+
+void Graph::begin_result(size_t node, bool is_list) {
+  nodes_.at(node).results.push_back(NodeResult{is_list, {}});
+}
+
+int64_t Graph::add_node_output(size_t node, ValueType type) {
+  values_.push_back({GraphValue::Kind::NodeOutput, std::move(type), Tensor()});
+  const int64_t id = static_cast<int64_t>(values_.size()) - 1;
+  nodes_.at(node).results.back().values.push_back(id);
+  return id;
+}
+
+std::vector<std::string> Graph::op_names() const {
+  std::vector<std::string> names;
+  names.reserve(nodes_.size());
+  for (const GraphNode& node : nodes_) names.push_back(node.op.operator_name().to_string());
+  return names;
+}
+
+size_t values_before(const GraphNode& node) {
+  int64_t end = 0;
+  for (const NodeArg& arg : node.args) {
+    for (int64_t id : arg.values) end = std::max(end, id + 1);
+  }
+  for (const NodeResult& r : node.results) {
+    if (!r.values.empty()) return static_cast<size_t>(std::max(end, r.values.front()));
+  }
+  return static_cast<size_t>(end);
+}
+
+Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
+                    const std::vector<int64_t>& replacement) {
+  std::vector<bool> used(g.values().size(), false);
+  for (int64_t id : g.outputs()) used[static_cast<size_t>(replacement[id])] = true;
+  for (size_t n = 0; n < g.nodes().size(); ++n) {
+    if (!keep_node[n]) continue;
+    for (const NodeArg& arg : g.nodes()[n].args) {
+      for (int64_t id : arg.values) {
+        if (id >= 0) used[static_cast<size_t>(replacement[id])] = true;
+      }
+    }
+  }
+  Graph out;
+  std::vector<int64_t> new_id(g.values().size(), -1);
+  auto source = [&](size_t id) {
+    const GraphValue& v = g.values()[id];
+    if (v.kind == GraphValue::Kind::Input) new_id[id] = out.add_input(v.type);
+    if (v.kind == GraphValue::Kind::Constant && used[id]) new_id[id] = out.add_constant(v.constant);
+  };
+  size_t next_value = 0;
+  auto sources_below = [&](size_t end) {
+    for (; next_value < end; ++next_value) source(next_value);
+  };
+  auto mapped = [&](int64_t id) { return id < 0 ? id : new_id[static_cast<size_t>(replacement[id])]; };
+  for (size_t n = 0; n < g.nodes().size(); ++n) {
+    const GraphNode& node = g.nodes()[n];
+    sources_below(values_before(node));
+    if (!keep_node[n]) continue;
+    std::vector<NodeArg> args = node.args;
+    for (NodeArg& arg : args) {
+      for (int64_t& id : arg.values) id = mapped(id);
+    }
+    const size_t copy = out.add_node(node.op, node.keys, std::move(args));
+    for (const NodeResult& r : node.results) {
+      out.begin_result(copy, r.is_list);
+      for (int64_t id : r.values) {
+        new_id[static_cast<size_t>(id)] = out.add_node_output(copy, g.values()[static_cast<size_t>(id)].type);
+      }
+    }
+  }
+  sources_below(g.values().size());
+  for (int64_t id : g.outputs()) out.add_output(mapped(id));
+  return out;
+}
+
+Graph Graph::optimized() const { return eliminate_dead_code(eliminate_common_subexpressions(*this)); }
+
+}  // namespace strata

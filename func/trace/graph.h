@@ -1,0 +1,140 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dispatcher/dispatcher.h"
+#include "dispatcher/ivalue.h"
+#include "func/tree.h"
+
+// Note [Trace graphs]
+// A Graph is what trace() recorded: values (tensors) and nodes (operator calls).
+// Every value has an id, its index in values(); it is an input (a placeholder for
+// one flattened tensor leaf of the traced function's arguments), a constant (a
+// tensor the function used but did not compute from its inputs, kept by value),
+// or an output of a node. A node's arguments are value references or constant
+// IValues, as the op's schema lists them. Values are numbered in the order they
+// appear, so tracing the same function twice gives the same graph and text.
+//
+// A node's operator is resolved once, when the node is made: replay calls the
+// kernel of its backend key directly, past the layer stack and the modes, when
+// neither is active (Note [Replay] in replay.cpp).
+
+namespace strata {
+
+// What a value is: a tensor's dtype, sizes and device.
+struct ValueType {
+  ScalarType dtype = ScalarType::Float32;
+  DimVector sizes;
+  Device device;
+  friend bool operator==(const ValueType&, const ValueType&) = default;
+};
+ValueType value_type_of(const Tensor& t);
+// "Float64[2, 3]", with " cuda:0" after it off the CPU.
+std::string to_string(const ValueType& type);
+
+struct GraphValue {
+  enum class Kind : uint8_t { Input, Constant, NodeOutput };
+  Kind kind = Kind::NodeOutput;
+  ValueType type;
+  Tensor constant;  // the value of a Constant
+};
+
+// One argument of a node: a constant, a value, or a list of values (-1 for a None
+// element of a Tensor?[] list).
+struct NodeArg {
+  enum class Kind : uint8_t { Constant, Value, ValueList };
+  Kind kind = Kind::Constant;
+  IValue constant;
+  std::vector<int64_t> values;
+};
+
+// One result of a node: a tensor (one value) or a tensor list (several).
+struct NodeResult {
+  bool is_list = false;
+  std::vector<int64_t> values;
+};
+
+struct GraphNode {
+  OperatorHandle op;
+  // The kernel replay calls, resolved for the backend key at construction.
+  DispatchKeySet keys;
+  const KernelFunction* kernel = nullptr;
+  std::vector<NodeArg> args;
+  std::vector<NodeResult> results;
+};
+
+class Graph {
+ public:
+  Graph() = default;
+
+  // Reads the text of to_string() back; throws strata::Error naming the line and
+  // column of malformed text or an unknown operator.
+  static Graph parse(std::string_view text);
+
+  // Replays on new inputs (the tensor leaves of arguments shaped like the traced
+  // ones): the traced function's outputs, flattened in tree order. Throws
+  // strata::Error naming the input (its placeholder) when the number of inputs,
+  // or one's dtype, sizes or device, differs from the traced ones.
+  template <class... Args>
+  std::vector<Tensor> operator()(const Args&... args) const {
+    std::vector<Tensor> leaves;
+    (tree::for_each_leaf(args, [&](const Tensor& t) { leaves.push_back(t); }), ...);
+    return run(leaves);
+  }
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+
+  // Deterministic text, one line per value or node (Note [Trace graph text]).
+  std::string to_string() const;
+  // "strata::mul.Tensor" for each node, in order.
+  std::vector<std::string> op_names() const;
+  // The graph after dead-code and common-subexpression elimination.
+  Graph optimized() const;
+
+  const std::vector<GraphValue>& values() const { return values_; }
+  const std::vector<GraphNode>& nodes() const { return nodes_; }
+  const std::vector<int64_t>& inputs() const { return inputs_; }
+  const std::vector<int64_t>& outputs() const { return outputs_; }
+
+  // Building (the recorder, the parser and the passes).
+  int64_t add_input(ValueType type);
+  int64_t add_constant(Tensor value);
+  // Resolves the node's kernel for `keys` (its backend key); returns the node's index.
+  size_t add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeArg> args);
+  // Starts the next result of node `node`: a tensor, or a tensor list.
+  void begin_result(size_t node, bool is_list);
+  // A new value in the last result begun of node `node`.
+  int64_t add_node_output(size_t node, ValueType type);
+  void add_output(int64_t value) { outputs_.push_back(value); }
+
+ private:
+  std::vector<GraphValue> values_;
+  std::vector<GraphNode> nodes_;
+  std::vector<int64_t> inputs_;
+  std::vector<int64_t> outputs_;
+};
+
+// The values a node needs printed (or copied) before it: every id below this.
+size_t values_before(const GraphNode& node);
+
+// A node's constant argument as the text writes it (exact, so equal text means
+// an equal value).
+std::string constant_text(const IValue& v);
+
+// A copy of g without the nodes for which keep_node is false, and with each use of
+// value v replaced by replacement[v] (the passes' rebuild; unused constants go).
+Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
+                    const std::vector<int64_t>& replacement);
+// Drops the nodes whose results nothing uses (dce.cpp); ops that write an
+// argument stay.
+Graph eliminate_dead_code(const Graph& g);
+// Merges nodes that call the same op on the same arguments (cse.cpp).
+Graph eliminate_common_subexpressions(const Graph& g);
+
+// The key replay calls an op's kernel at: its device's backend.
+DispatchKeySet replay_keys(Device device);
+
+}  // namespace strata

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "dispatcher/dispatch_mode.h"
+#include "func/trace/decomposition.h"
+#include "func/trace/graph.h"
+
+namespace strata {
+
+// Real: run each op and record it. Fake: tensors carry sizes, dtype and device but
+// no data, and each op's shape function stands in for its kernel (fake_tensor.h).
+enum class TraceMode { Real, Fake };
+
+struct TraceOptions {
+  DecompositionTable decompositions;
+  TraceMode mode = TraceMode::Real;
+};
+
+// The dispatch mode trace() pushes: records the calls that reach it below every
+// transform layer (Note [Recording below the transforms] in recorder.cpp).
+class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<GraphRecorder> {
+ public:
+  explicit GraphRecorder(TraceOptions options);
+  void dispatch(const OperatorHandle& op, Stack& stack) override;
+  // Control flow must be recorded as one node with subgraphs, not as the ops
+  // of the branch this run took.
+  bool allows_inline_higher_order_ops() const override { return false; }
+
+  // A placeholder for one input leaf; returns the tensor the traced function
+  // gets for it (a fake one in fake mode).
+  Tensor add_input(const Tensor& leaf);
+  void add_output(const Tensor& leaf);
+  Graph take_graph() { return std::move(graph_); }
+
+ private:
+  int64_t value_of(const Tensor& t);
+  void bind(const Tensor& t, int64_t id);
+  void record(const OperatorHandle& op, Stack& stack);
+  // Runs a call: its kernel, or in fake mode its shape function.
+  void execute(const OperatorHandle& op, Stack& stack);
+
+  TraceOptions options_;
+  Graph graph_;
+  std::unordered_map<const TensorImpl*, int64_t> ids_;
+  std::vector<Tensor> alive_;  // every bound tensor, so no address is reused while tracing
+  int inside_recorded_call_ = 0;
+};
+
+// Pushes a GraphRecorder for the session's scope; trace() uses it.
+class TraceSession {
+ public:
+  explicit TraceSession(TraceOptions options);
+  Tensor input(const Tensor& leaf) { return recorder_->add_input(leaf); }
+  void output(const Tensor& leaf) { recorder_->add_output(leaf); }
+  Graph finish() { return recorder_->take_graph(); }
+
+ private:
+  std::shared_ptr<GraphRecorder> recorder_;
+  DispatchModeGuard guard_;
+};
+
+}  // namespace strata

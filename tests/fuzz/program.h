@@ -1,0 +1,53 @@
+#pragma once
+
+// Random straight-line programs for the differential fuzzer (tests/fuzz/README.md):
+// a program maps two inputs of one shape to an output of that shape through a
+// few registers, using elementwise math, reductions broadcast back, and in-place
+// writes through views; each is run under transforms and compared with an
+// equivalent computation.
+
+#include <strata/strata.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace strata::fuzz {
+
+enum class OpKind : uint8_t {
+  Exp,  // exp(tanh(a)): bounded, so float64 differences stay meaningful
+  Sin,
+  Square,
+  Sigmoid,
+  Add,
+  Sub,
+  Mul,
+  DivSafe,         // a / (b * b + 1)
+  MulByTotal,      // a * b.sum(): a 0-dim reduction broadcast back
+  MeanOver,        // a * a.mean(last dim, keepdim) (a reduction over a dim, broadcast)
+  AddInPlace,      // r = a.clone(); r.add_(b)
+  MulThroughView,  // r = a.clone(); r.reshape(-1).mul_(b.reshape(-1)): a write through a view
+};
+inline constexpr int kNumOpKinds = 12;
+
+struct Instruction {
+  OpKind kind;
+  int a;  // register indices (0 and 1 are the inputs)
+  int b;
+};
+
+struct Program {
+  std::vector<int64_t> shape;  // of the inputs, each register and the output
+  std::vector<Instruction> code;
+};
+
+Program random_program(std::mt19937_64& rng);
+// Runs the program on (x, y); the result is the last register.
+Tensor run(const Program& p, const Tensor& x, const Tensor& y);
+// The program as C++ a regression test can paste.
+std::string to_cpp(const Program& p);
+// Program names for the report: "exp", "add_", ...
+const char* name(OpKind kind);
+
+}  // namespace strata::fuzz

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tensor/tensor.h"
+#include "transforms/tensor_wrapper.h"
+
+namespace strata::functionalization {
+
+// Note [Functional tensors]
+// Inside functionalize every tensor of the level is a FunctionalTensorWrapper
+// around a tensor of the level below. Below the level nothing is ever written:
+// an in-place op on a wrapper computes the new value out of place and the
+// wrapper is pointed at it. Views share a FunctionalBase with their root base:
+// the root's current value and a generation, bumped by every write to the root
+// or to any of its views. A write through a view builds the root's new value
+// (the old one with the view's region replaced) and bumps the generation; every
+// wrapper whose generation is behind is stale and regenerates its value by
+// replaying its view steps on the root's value before it is next read.
+
+// What a root and all views of it share.
+struct FunctionalBase {
+  // The root's current value, a tensor of the level below.
+  Tensor value;
+  uint64_t generation = 0;
+  // The memory the root and its views stand for, to the layers above: the
+  // storage under the root's first value. It stays the same across writes, so
+  // a layer above that compares memory before and after a call sees one tensor.
+  const StorageImpl* storage = nullptr;
+  // The root's elements share memory (an expanded input): it has no value that a
+  // write could give it elementwise.
+  bool overlapping = false;
+};
+
+class FunctionalTensorWrapper final : public TensorImpl {
+ public:
+  // A root: a new tensor of the level (an input, or the output of an op).
+  FunctionalTensorWrapper(Tensor value, int64_t level);
+  // A view of `base` made by `steps` from its root.
+  FunctionalTensorWrapper(Tensor value, int64_t level, std::shared_ptr<FunctionalBase> base,
+                          std::vector<ViewStep> steps, bool may_overlap);
+
+  // The value as of the last sync (see is_stale).
+  const Tensor& value() const { return value_; }
+  int64_t level() const { return level_; }
+  const std::shared_ptr<FunctionalBase>& base() const { return base_; }
+  bool is_view() const { return !steps_.empty(); }
+  const std::vector<ViewStep>& steps() const { return steps_; }
+  // Some element may share memory with another: a write has no single meaning.
+  bool may_overlap() const { return may_overlap_ || base_->overlapping; }
+  // Whether the root or a view of it was written since value() was set.
+  bool is_stale() const { return generation_ != base_->generation; }
+  // Points the wrapper at `value`, current as of the base's generation.
+  void set_value(Tensor value);
+  // Whether the root's value is laid out (strides, offset) as it was when this
+  // view was made: a view made by as_strided addresses memory, not elements,
+  // so it regenerates only from such a value.
+  bool root_layout_unchanged() const;
+
+  const char* impl_name() const override { return "FunctionalTensorWrapper"; }
+  // A stale value is not this tensor's: reading it goes through a sync instead.
+  const TensorImpl* value_source() const override {
+    return is_stale() ? this : value_.impl()->value_source();
+  }
+  const StorageImpl* underlying_storage() const override { return base_->storage; }
+
+ private:
+  Tensor value_;
+  int64_t level_;
+  std::shared_ptr<FunctionalBase> base_;
+  std::vector<ViewStep> steps_;
+  bool may_overlap_;
+  uint64_t generation_;
+  DimVector root_strides_;
+  int64_t root_offset_;
+};
+
+// Only functional wrappers carry the Functionalize key, so the test is a bit test.
+inline FunctionalTensorWrapper* as_functional(const Tensor& t) {
+  if (!t.defined() || !t.key_set().has(DispatchKey::Functionalize)) return nullptr;
+  return static_cast<FunctionalTensorWrapper*>(t.impl());
+}
+
+inline FunctionalTensorWrapper* functional_at_level(const Tensor& t, int64_t level) {
+  FunctionalTensorWrapper* w = as_functional(t);
+  return w != nullptr && w->level() == level ? w : nullptr;
+}
+
+// A new root at `level` holding `value`.
+Tensor make_functional(Tensor value, int64_t level);
+// A view of `base` (a wrapper at `level`) made by one more step.
+Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, ViewStep step,
+                            int64_t level);
+
+}  // namespace strata::functionalization
