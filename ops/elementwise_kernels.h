@@ -17,8 +17,7 @@ namespace strata::on_device {
 // A CPU output with an input on a GPU (an in-place op on a CPU tensor): the error
 // names both devices.
 [[noreturn]] void throw_mixed_devices(const char* op, Device out, Device input);
-inline void check_host_inputs(const char* op, const Tensor& out, const Tensor& a,
-                              const Tensor& b) {
+inline void check_host_inputs(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
   if (__builtin_expect(a.device().is_cuda() || b.device().is_cuda(), 0)) {
     throw_mixed_devices(op, out.device(), a.device().is_cuda() ? a.device() : b.device());
   }
@@ -47,8 +46,7 @@ inline void binary_kernel(cpu::BinaryOp op, const Tensor& out, const Tensor& a, 
   check_host_inputs("elementwise", out, a, b);
   cpu::binary_kernel(op, out, a, b, alpha);
 }
-inline void compare_kernel(cpu::CompareOp op, const Tensor& out, const Tensor& a,
-                           const Tensor& b) {
+inline void compare_kernel(cpu::CompareOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.device().is_cuda()) return gpu::compare_kernel(op, out, a, b);
   check_host_inputs("elementwise", out, a, b);
   cpu::compare_kernel(op, out, a, b);
@@ -60,8 +58,8 @@ inline void where_kernel(const Tensor& out, const Tensor& condition, const Tenso
   check_host_inputs("strata::where", out, condition, condition);
   cpu::where_kernel(out, condition, a, b);
 }
-inline void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a,
-                           const Tensor& b, const Scalar& value) {
+inline void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
+                           const Scalar& value) {
   out.device().is_cuda() ? gpu::addcmul_kernel(out, self, a, b, value)
                          : cpu::addcmul_kernel(out, self, a, b, value);
 }

@@ -407,7 +407,8 @@ const OpFamily kUnaryOps("elementwise_unary", {
                              kMethodRule<&Tensor::square>),
     numeric<UnaryOp::Relu>("relu(Tensor self) -> Tensor", relu_derivative(),
                            kMethodRule<&Tensor::relu>),
-    on_every_backend(in_place("relu_(Tensor(a!) self) -> Tensor(a!)", &relu__cpu, relu_derivative())),
+    on_every_backend(
+        in_place("relu_(Tensor(a!) self) -> Tensor(a!)", &relu__cpu, relu_derivative())),
     floating_math<UnaryOp::Exp>("exp(Tensor self) -> Tensor", of_output<&exp_derivative>(),
                                 kMethodRule<&Tensor::exp>),
     floating_math<UnaryOp::Expm1>("expm1(Tensor self) -> Tensor", of_output<&expm1_derivative>(),
@@ -440,10 +441,12 @@ const OpFamily kUnaryOps("elementwise_unary", {
                                     kMethodRule<&Tensor::sigmoid>),
     on_every_backend(pointwise("gelu(Tensor self, *, str approximate='none') -> Tensor", &gelu_cpu,
               scaled_by<GeluDerivative>(kInput, kOutput), kRule<&gelu_op>, &gelu_shape)),
-    on_every_backend(pointwise("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+    on_every_backend(pointwise(
+              "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
               &softplus_cpu, scaled_by<SoftplusDerivative>(kInput),
               kMethodRule<&Tensor::softplus>, &shape::pointwise_floating)),
-    on_every_backend(pointwise("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", &pow_scalar_cpu,
+    on_every_backend(pointwise("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
+              &pow_scalar_cpu,
               scaled_by<PowScalarDerivative>(kInput),
               kRule<static_cast<Tensor (*)(const Tensor&, const Scalar&)>(&strata::pow)>,
               &pow_scalar_shape)),
@@ -452,7 +455,8 @@ const OpFamily kUnaryOps("elementwise_unary", {
               kMethodRule<&Tensor::logical_not>, &shape::pointwise_bool)),
     on_every_backend(pointwise("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
               &clamp_cpu, scaled_by<ClampDerivative>(kInput), kRule<&clamp_op>, &clamp_shape)),
-    on_every_backend(in_place("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
+    on_every_backend(in_place(
+             "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
              &clamp__cpu, scaled_by<ClampDerivative>(kInput))),
 });
 

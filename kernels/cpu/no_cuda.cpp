@@ -35,9 +35,7 @@ void clamp_kernel(const Tensor&, const Tensor&, const std::optional<Scalar>&,
 void binary_kernel(cpu::BinaryOp, const Tensor&, const Tensor&, const Tensor&, const Scalar&) {
   unavailable();
 }
-void compare_kernel(cpu::CompareOp, const Tensor&, const Tensor&, const Tensor&) {
-  unavailable();
-}
+void compare_kernel(cpu::CompareOp, const Tensor&, const Tensor&, const Tensor&) { unavailable(); }
 void where_kernel(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { unavailable(); }
 void atan2_kernel(const Tensor&, const Tensor&, const Tensor&) { unavailable(); }
 void addcmul_kernel(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Scalar&) {

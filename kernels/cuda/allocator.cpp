@@ -1,5 +1,7 @@
 // The CUDA caching allocator (Note [CUDA caching allocator] in tensor/allocator.h),
 // registered for DeviceType::CUDA when the library loads.
+#include "tensor/allocator.h"
+
 #include <array>
 #include <atomic>
 #include <bit>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "kernels/cuda/runtime.h"
-#include "tensor/allocator.h"
 #include "tensor/error.h"
 
 namespace strata {
@@ -83,9 +84,9 @@ class CudaCachingAllocator final : public Allocator {
     }
     if (status != cudaSuccess) {
       cudaGetLastError();
-      STRATA_FAIL("cuda allocator", "out of memory allocating ", nbytes, " bytes on ",
-                  cuda(device), " (", pool_in_use(device), " bytes held by tensors): ",
-                  cudaGetErrorString(status));
+      STRATA_FAIL("cuda allocator", "out of memory allocating ", nbytes, " bytes on ", cuda(device),
+                  " (", pool_in_use(device),
+                  " bytes held by tensors): ", cudaGetErrorString(status));
     }
     std::lock_guard<std::mutex> lock(pool.mutex);
     pool.bytes_in_use += size;

@@ -64,8 +64,7 @@ Operand as_operand(const Tensor& t, const char* op) {
   }
   Tensor packed = make_empty_tensor(t.sizes(), t.dtype(), t.device(), op);
   copy_on_device(packed, t);
-  return {packed, packed.impl()->data_ptr(), CUBLAS_OP_N, row_ld,
-          t.dim() == 3 ? rows * cols : 0};
+  return {packed, packed.impl()->data_ptr(), CUBLAS_OP_N, row_ld, t.dim() == 3 ? rows * cols : 0};
 }
 
 template <class T>
@@ -77,17 +76,20 @@ __global__ void int_mm_kernel(int64_t batch, int64_t n, int64_t m, int64_t k, co
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t j = idx % m, i = (idx / m) % n, p = idx / (n * m);
     T acc = 0;
-    for (int64_t q = 0; q < k; ++q) acc += a[p * as0 + i * as1 + q * as2] * b[p * bs0 + q * bs1 + j * bs2];
+    for (int64_t q = 0; q < k; ++q)
+      acc += a[p * as0 + i * as1 + q * as2] * b[p * bs0 + q * bs1 + j * bs2];
     out[idx] = beta == T(0) ? alpha * acc : beta * out[idx] + alpha * acc;
   }
 }
 
-void int_product(const char* op, const Tensor& out, const Tensor& a, const Tensor& b,
-                 int64_t alpha, int64_t beta) {
+void int_product(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, int64_t alpha,
+                 int64_t beta) {
   const bool batched = a.dim() == 3;
   const int64_t batch = batched ? a.sizes()[0] : 1;
   const int64_t n = a.sizes()[a.dim() - 2], k = a.sizes()[a.dim() - 1], m = b.sizes()[b.dim() - 1];
-  auto st = [](const Tensor& t, int d) { return t.dim() == 3 ? t.strides()[d] : d == 0 ? 0 : t.strides()[d - 1]; };
+  auto st = [](const Tensor& t, int d) {
+    return t.dim() == 3 ? t.strides()[d] : d == 0 ? 0 : t.strides()[d - 1];
+  };
   const int64_t total = batch * n * m;
   if (total == 0) return;
   const int blocks = static_cast<int>((total + 255) / 256 < 65535 ? (total + 255) / 256 : 65535);
@@ -115,16 +117,14 @@ void gemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, T
   cublasStatus_t status;
   if constexpr (std::is_same_v<T, float>) {
     status = batched ? cublasSgemmStridedBatched(handle, left.op, right.op, im, in, ik, &alpha, x,
-                                                 ldx, left.batch_stride, y, ldy,
-                                                 right.batch_stride, &beta, c, ldc, n * m,
-                                                 static_cast<int>(batch))
+                                                 ldx, left.batch_stride, y, ldy, right.batch_stride,
+                                                 &beta, c, ldc, n * m, static_cast<int>(batch))
                      : cublasSgemm(handle, left.op, right.op, im, in, ik, &alpha, x, ldx, y, ldy,
                                    &beta, c, ldc);
   } else {
     status = batched ? cublasDgemmStridedBatched(handle, left.op, right.op, im, in, ik, &alpha, x,
-                                                 ldx, left.batch_stride, y, ldy,
-                                                 right.batch_stride, &beta, c, ldc, n * m,
-                                                 static_cast<int>(batch))
+                                                 ldx, left.batch_stride, y, ldy, right.batch_stride,
+                                                 &beta, c, ldc, n * m, static_cast<int>(batch))
                      : cublasDgemm(handle, left.op, right.op, im, in, ik, &alpha, x, ldx, y, ldy,
                                    &beta, c, ldc);
   }

@@ -14,10 +14,14 @@ namespace strata::gpu {
 
 template <class T>
 constexpr ScalarType dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return kBool;
-  else if constexpr (std::is_same_v<T, int64_t>) return kInt64;
-  else if constexpr (std::is_same_v<T, float>) return kFloat32;
-  else return kFloat64;
+  if constexpr (std::is_same_v<T, bool>)
+    return kBool;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return kInt64;
+  else if constexpr (std::is_same_v<T, float>)
+    return kFloat32;
+  else
+    return kFloat64;
 }
 
 template <class... Ts, class F>

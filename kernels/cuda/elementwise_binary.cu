@@ -17,8 +17,10 @@ template <class T>
 struct AddF {
   T alpha;
   __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) return a || (alpha && b);
-    else return a + alpha * b;
+    if constexpr (std::is_same_v<T, bool>)
+      return a || (alpha && b);
+    else
+      return a + alpha * b;
   }
 };
 template <class T>
@@ -29,8 +31,10 @@ struct SubF {
 template <class T>
 struct MulF {
   __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) return a && b;
-    else return a * b;
+    if constexpr (std::is_same_v<T, bool>)
+      return a && b;
+    else
+      return a * b;
   }
 };
 template <class T>
@@ -40,8 +44,10 @@ struct DivF {
 template <class T>
 struct PowF {
   __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return pow(a, b);
-    else return int_pow(a, b);
+    if constexpr (std::is_floating_point_v<T>)
+      return pow(a, b);
+    else
+      return int_pow(a, b);
   }
 };
 // A NaN on either side wins.
@@ -51,8 +57,10 @@ struct ExtremumF {
     if constexpr (std::is_floating_point_v<T>) {
       if (b != b) return b;
     }
-    if constexpr (kMax) return a < b ? b : a;
-    else return b < a ? b : a;
+    if constexpr (kMax)
+      return a < b ? b : a;
+    else
+      return b < a ? b : a;
   }
 };
 template <class T>

@@ -55,8 +55,7 @@ void relu_backward_kernel(const Tensor& out, const Tensor& grad, const Tensor& o
   check_dtypes("strata::relu_backward", out, {&grad, &output});
   dispatch_numeric(out.dtype(), "strata::relu_backward", [&](auto tag) {
     using T = decltype(tag);
-    launch_elementwise<T, T, T>("strata::relu_backward", out, {&grad, &output},
-                                ReluBackwardF<T>{});
+    launch_elementwise<T, T, T>("strata::relu_backward", out, {&grad, &output}, ReluBackwardF<T>{});
   });
 }
 

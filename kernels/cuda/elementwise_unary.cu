@@ -15,25 +15,41 @@ using cpu::UnaryOp;
 
 template <UnaryOp kOp, class T>
 __device__ __forceinline__ T apply_unary(T x) {
-  if constexpr (kOp == UnaryOp::Neg) return -x;
+  if constexpr (kOp == UnaryOp::Neg)
+    return -x;
   else if constexpr (kOp == UnaryOp::Abs) {
-    if constexpr (std::is_floating_point_v<T>) return fabs(x);
-    else return x < T(0) ? -x : x;
-  }
-  else if constexpr (kOp == UnaryOp::Sign) return static_cast<T>((T(0) < x) - (x < T(0)));
-  else if constexpr (kOp == UnaryOp::Square) return x * x;
-  else if constexpr (kOp == UnaryOp::Relu) return x < T(0) ? T(0) : x;
-  else if constexpr (kOp == UnaryOp::Exp) return exp(x);
-  else if constexpr (kOp == UnaryOp::Expm1) return expm1(x);
-  else if constexpr (kOp == UnaryOp::Log) return log(x);
-  else if constexpr (kOp == UnaryOp::Log1p) return log1p(x);
-  else if constexpr (kOp == UnaryOp::Sqrt) return sqrt(x);
-  else if constexpr (kOp == UnaryOp::Rsqrt) return T(1) / sqrt(x);
-  else if constexpr (kOp == UnaryOp::Reciprocal) return T(1) / x;
-  else if constexpr (kOp == UnaryOp::Sin) return sin(x);
-  else if constexpr (kOp == UnaryOp::Cos) return cos(x);
-  else if constexpr (kOp == UnaryOp::Tanh) return tanh(x);
-  else if constexpr (kOp == UnaryOp::Sigmoid) return T(1) / (T(1) + exp(-x));
+    if constexpr (std::is_floating_point_v<T>)
+      return fabs(x);
+    else
+      return x < T(0) ? -x : x;
+  } else if constexpr (kOp == UnaryOp::Sign)
+    return static_cast<T>((T(0) < x) - (x < T(0)));
+  else if constexpr (kOp == UnaryOp::Square)
+    return x * x;
+  else if constexpr (kOp == UnaryOp::Relu)
+    return x < T(0) ? T(0) : x;
+  else if constexpr (kOp == UnaryOp::Exp)
+    return exp(x);
+  else if constexpr (kOp == UnaryOp::Expm1)
+    return expm1(x);
+  else if constexpr (kOp == UnaryOp::Log)
+    return log(x);
+  else if constexpr (kOp == UnaryOp::Log1p)
+    return log1p(x);
+  else if constexpr (kOp == UnaryOp::Sqrt)
+    return sqrt(x);
+  else if constexpr (kOp == UnaryOp::Rsqrt)
+    return T(1) / sqrt(x);
+  else if constexpr (kOp == UnaryOp::Reciprocal)
+    return T(1) / x;
+  else if constexpr (kOp == UnaryOp::Sin)
+    return sin(x);
+  else if constexpr (kOp == UnaryOp::Cos)
+    return cos(x);
+  else if constexpr (kOp == UnaryOp::Tanh)
+    return tanh(x);
+  else if constexpr (kOp == UnaryOp::Sigmoid)
+    return T(1) / (T(1) + exp(-x));
   else if constexpr (kOp == UnaryOp::Gelu) {
     return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
   } else {
@@ -150,12 +166,16 @@ void pow_scalar_kernel(const Tensor& out, const Tensor& base, const Scalar& expo
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
       const double e = exponent.to_double();
-      if (e == 2) return launch_elementwise<T, T>("strata::pow", out, {&base}, UnaryF<UnaryOp::Square, T>{});
-      if (e == 0.5) return launch_elementwise<T, T>("strata::pow", out, {&base}, UnaryF<UnaryOp::Sqrt, T>{});
+      if (e == 2)
+        return launch_elementwise<T, T>("strata::pow", out, {&base}, UnaryF<UnaryOp::Square, T>{});
+      if (e == 0.5)
+        return launch_elementwise<T, T>("strata::pow", out, {&base}, UnaryF<UnaryOp::Sqrt, T>{});
       if (e == -1) {
-        return launch_elementwise<T, T>("strata::pow", out, {&base}, UnaryF<UnaryOp::Reciprocal, T>{});
+        return launch_elementwise<T, T>("strata::pow", out, {&base},
+                                        UnaryF<UnaryOp::Reciprocal, T>{});
       }
-      if (e == -0.5) return launch_elementwise<T, T>("strata::pow", out, {&base}, UnaryF<UnaryOp::Rsqrt, T>{});
+      if (e == -0.5)
+        return launch_elementwise<T, T>("strata::pow", out, {&base}, UnaryF<UnaryOp::Rsqrt, T>{});
       launch_elementwise<T, T>("strata::pow", out, {&base}, PowScalarF<T>{static_cast<T>(e)});
     } else {
       launch_elementwise<T, T>("strata::pow", out, {&base}, PowIntF{exponent.to_int()});

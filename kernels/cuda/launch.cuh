@@ -144,8 +144,7 @@ bool dense_operand(const Input<T>& in, int rank) {
 }
 template <class T>
 bool pack_aligned(const Input<T>& in) {
-  return !in.data || in.broadcast ||
-         reinterpret_cast<uintptr_t>(in.data) % (sizeof(T) * kVec) == 0;
+  return !in.data || in.broadcast || reinterpret_cast<uintptr_t>(in.data) % (sizeof(T) * kVec) == 0;
 }
 
 template <class Out, class... In, class F, size_t... I>
@@ -162,12 +161,12 @@ void launch_elementwise_impl(const char* op, const Tensor& out,
   const Input<Out> out_arg = make_input<Out>(op, out, nullptr, layout, 0);
   const std::tuple<Input<In>...> args{make_input<In>(op, out, inputs[I], layout, I + 1)...};
 
-  const bool dense = rank <= 1 && dense_operand(out_arg, rank) &&
-                     (dense_operand(std::get<I>(args), rank) && ...);
+  const bool dense =
+      rank <= 1 && dense_operand(out_arg, rank) && (dense_operand(std::get<I>(args), rank) && ...);
   if (dense) {
     Out* out_data = reinterpret_cast<Out*>(layout.data[0]);
-    const bool vectorized = layout.numel >= kVec && pack_aligned(out_arg) &&
-                            (pack_aligned(std::get<I>(args)) && ...);
+    const bool vectorized =
+        layout.numel >= kVec && pack_aligned(out_arg) && (pack_aligned(std::get<I>(args)) && ...);
     if (vectorized) {
       contiguous_kernel<true, Out><<<grid_for(layout.numel, kVec), kBlock, 0, stream>>>(
           layout.numel, out_data, f, std::get<I>(args)...);

@@ -65,8 +65,10 @@ struct ExtremumOp {
       if (a != a) return a;
       if (b != b) return b;
     }
-    if constexpr (kMax) return a < b ? b : a;
-    else return b < a ? b : a;
+    if constexpr (kMax)
+      return a < b ? b : a;
+    else
+      return b < a ? b : a;
   }
 };
 
@@ -92,9 +94,8 @@ __device__ Acc block_reduce(Acc value) {
 // Block (x, y) folds slice y of output x's group into partial[x * slices + y],
 // or, with one slice, writes finish(acc) to out[x].
 template <class Op, class In, class Acc, class Out>
-__global__ void reduce_kernel(const In* in, DimsOffset kept, DimsOffset group_dims,
-                              int64_t group, int64_t slice_len, Out* out, Acc* partial,
-                              double divisor) {
+__global__ void reduce_kernel(const In* in, DimsOffset kept, DimsOffset group_dims, int64_t group,
+                              int64_t slice_len, Out* out, Acc* partial, double divisor) {
   const int64_t o = blockIdx.x;
   const int64_t begin = static_cast<int64_t>(blockIdx.y) * slice_len;
   const int64_t end = begin + slice_len < group ? begin + slice_len : group;
@@ -164,8 +165,8 @@ void run_reduction(const char* op, const Tensor& out, const Tensor& self, DimMas
   const Tensor partial_tensor =
       make_empty_tensor({outputs, slices}, dtype_of<Acc>(), self.device(), op);
   Acc* partial = static_cast<Acc*>(partial_tensor.impl()->data_ptr());
-  reduce_kernel<Op, In, Acc, Out><<<grid, kThreads, 0, stream>>>(in, kept, group_dims, group,
-                                                                  slice_len, result, partial, 1.0);
+  reduce_kernel<Op, In, Acc, Out>
+      <<<grid, kThreads, 0, stream>>>(in, kept, group_dims, group, slice_len, result, partial, 1.0);
   check_launch(op);
   DimsOffset rows{};
   rows.rank = 1;

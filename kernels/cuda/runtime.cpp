@@ -50,8 +50,8 @@ cudaStream_t stream_for(Device device) {
   static std::array<cudaStream_t, kMaxDevices> streams{};
   static std::array<std::once_flag, kMaxDevices> created;
   const int index = device.index;
-  STRATA_CHECK(device.is_cuda() && index >= 0 && index < device_count, "cuda",
-               "no CUDA device ", device, " (", device_count, " device(s) present)");
+  STRATA_CHECK(device.is_cuda() && index >= 0 && index < device_count, "cuda", "no CUDA device ",
+               device, " (", device_count, " device(s) present)");
   std::call_once(created[index], [&] {
     DeviceGuard guard(device);
     STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[index], cudaStreamNonBlocking),
@@ -74,8 +74,8 @@ DeviceGuard::~DeviceGuard() {
 }
 
 void check_same_device(const char* op, Device expected, Device other) {
-  STRATA_CHECK(expected == other, op, "expected all tensors on one device, got ", expected,
-               " and ", other);
+  STRATA_CHECK(expected == other, op, "expected all tensors on one device, got ", expected, " and ",
+               other);
 }
 
 }  // namespace gpu

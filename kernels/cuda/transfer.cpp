@@ -106,8 +106,8 @@ void copy_kernel(const Tensor& out, const Tensor& src) {
   if (to == from) return copy_on_device(out, src);
   // A 0-dim CPU tensor is a value the launcher passes by argument.
   if (to.is_cuda() && from.is_cpu() && src.dim() == 0) return copy_on_device(out, src);
-  STRATA_CHECK(to.is_cpu() || from.is_cpu(), "strata::copy_", "cannot copy from ", from, " to ",
-               to, ": copies between two GPUs are not supported");
+  STRATA_CHECK(to.is_cpu() || from.is_cpu(), "strata::copy_", "cannot copy from ", from, " to ", to,
+               ": copies between two GPUs are not supported");
   if (out.numel() == 0) return;
   const size_t nbytes = static_cast<size_t>(out.numel()) * element_size(out.dtype());
 
@@ -134,8 +134,9 @@ void copy_kernel(const Tensor& out, const Tensor& src) {
     device = make_empty_tensor(out.sizes(), out.dtype(), from, "strata::copy_");
     copy_on_device(device, src);
   }
-  Tensor target =
-      out.is_contiguous() ? out : make_empty_tensor(out.sizes(), out.dtype(), kCPU, "strata::copy_");
+  Tensor target = out.is_contiguous()
+                      ? out
+                      : make_empty_tensor(out.sizes(), out.dtype(), kCPU, "strata::copy_");
   device_to_host(target.impl()->data_ptr(), device.impl()->data_ptr(), nbytes, from);
   if (!out.is_contiguous()) cpu::copy_kernel(out, target);
 }

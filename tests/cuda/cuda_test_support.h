@@ -4,7 +4,6 @@
 // GPU with its layout (strides, offset, broadcast dims) intact.
 
 #include <gtest/gtest.h>
-
 #include <strata/strata.h>
 
 #include "tensor/tensor_impl.h"
@@ -12,12 +11,12 @@
 namespace strata::testing {
 
 // Skips the calling test, counted as skipped with the reason, when no GPU is present.
-#define STRATA_REQUIRE_CUDA()                                                             \
-  do {                                                                                    \
-    if (!::strata::cuda_is_available()) {                                                 \
-      GTEST_SKIP() << "no CUDA device present (or no driver, or Strata built without "   \
+#define STRATA_REQUIRE_CUDA()                                                                 \
+  do {                                                                                        \
+    if (!::strata::cuda_is_available()) {                                                     \
+      GTEST_SKIP() << "no CUDA device present (or no driver, or Strata built without "        \
                       "CUDA): this test runs on a machine with a GPU (scripts/gpu_check.sh)"; \
-    }                                                                                     \
+    }                                                                                         \
   } while (0)
 
 // t on `device` with the same sizes, strides and storage offset: its whole storage
@@ -28,11 +27,11 @@ inline Tensor to_device_keeping_layout(const Tensor& t, Device device) {
   const Storage& storage = t.impl()->storage();
   const int64_t esize = element_size(t.dtype());
   const int64_t elements = static_cast<int64_t>(storage->nbytes()) / esize;
-  const Tensor flat(make_intrusive<TensorImpl>(storage, t.dtype(), IntArrayRef{elements},
-                                               IntArrayRef{1}, 0));
+  const Tensor flat(
+      make_intrusive<TensorImpl>(storage, t.dtype(), IntArrayRef{elements}, IntArrayRef{1}, 0));
   const Tensor moved = flat.to(device);
   return Tensor(make_intrusive<TensorImpl>(moved.impl()->storage(), t.dtype(), t.sizes(),
-                                        t.strides(), t.storage_offset()));
+                                           t.strides(), t.storage_offset()));
 }
 
 }  // namespace strata::testing

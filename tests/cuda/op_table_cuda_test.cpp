@@ -32,9 +32,9 @@ namespace {
     if (std::isnan(a[i]) && std::isnan(e[i])) continue;
     if (std::isinf(a[i]) && a[i] == e[i]) continue;
     if (!(std::abs(a[i] - e[i]) <= tol.atol + tol.rtol * std::abs(e[i]))) {
-      return ::testing::AssertionFailure() << "element " << i << ": GPU " << a[i] << ", CPU "
-                                           << e[i] << " (atol " << tol.atol << ", rtol "
-                                           << tol.rtol << ")";
+      return ::testing::AssertionFailure()
+             << "element " << i << ": GPU " << a[i] << ", CPU " << e[i] << " (atol " << tol.atol
+             << ", rtol " << tol.rtol << ")";
     }
   }
   return ::testing::AssertionSuccess();
@@ -95,10 +95,9 @@ void register_cuda_forward_tests() {
   for (const OpInfo& info : op_infos()) {
     for (ScalarType dtype : info.dtypes) {
       const std::string name = test_name(info.name + "." + to_string(dtype));
-      ::testing::RegisterTest("CudaForward", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                              [&info, dtype]() -> ::testing::Test* {
-                                return new CudaForwardTest(info, dtype);
-                              });
+      ::testing::RegisterTest(
+          "CudaForward", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+          [&info, dtype]() -> ::testing::Test* { return new CudaForwardTest(info, dtype); });
     }
   }
 }

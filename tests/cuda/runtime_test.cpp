@@ -55,7 +55,8 @@ TEST(CudaCopy, RoundTripKeepsValuesAcrossDtypesAndLayouts) {
   // A broadcast source into a transposed GPU destination.
   const Tensor dst = empty({5, 6}, kFloat32, cuda(0)).t();
   dst.copy_(host.select(0, 2).unsqueeze(0));
-  EXPECT_EQ(dst.to_vector<double>(), host.select(0, 2).unsqueeze(0).expand({6, 5}).to_vector<double>());
+  EXPECT_EQ(dst.to_vector<double>(),
+            host.select(0, 2).unsqueeze(0).expand({6, 5}).to_vector<double>());
 }
 
 TEST(CudaCopy, LargeTransfersGoThroughTheStagingBuffersIntact) {
@@ -97,8 +98,8 @@ TEST(CudaElementwise, MixedDevicesNameBothDevices) {
   STRATA_REQUIRE_CUDA();
   const Tensor host = ones({3});
   const Tensor gpu = ones({3}, std::nullopt, cuda(0));
-  for (const auto& call : {+[](const Tensor& x, const Tensor& y) { return x + y; },
-                           +[](const Tensor& x, const Tensor& y) { return y * x; }}) {
+  for (const auto& call : {+[](const Tensor&x, const Tensor&y) { return x + y; },
+                           +[](const Tensor&x, const Tensor&y) { return y * x; }}) {
     try {
       call(host, gpu);
       FAIL() << "expected an error";
