@@ -63,7 +63,25 @@ void mode_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) 
   pass_on(tls_visible, op, keys, stack);
 }
 
-STRATA_LIBRARY_IMPL(_, Mode, m) { m.fallback(KernelFunction::from_boxed(&mode_fallback)); }
+// Note [Modes a call passes through]
+// A mode such as trace()'s recorder acts on some calls only (those made with no
+// transform running) and passes the others on. When every visible mode would pass
+// a typed call on, and every mode is visible (so no mode's dispatch() is running,
+// and the kernel would run with all of them visible anyway), the call continues
+// typed below the Mode key: what call_next() would have done, without boxing it.
+PassThrough::Next mode_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
+  if (tls_visible != tls_modes.size()) return PassThrough::Next::Decline;
+  for (size_t i = 0; i < tls_visible; ++i) {
+    if (!tls_modes[i]->passes_on(op)) return PassThrough::Next::Decline;
+  }
+  next = keys & DispatchKeySet::below(DispatchKey::Mode);
+  return PassThrough::Next::WithKeys;
+}
+void mode_leave() noexcept {}
+
+STRATA_LIBRARY_IMPL(_, Mode, m) {
+  m.fallback(KernelFunction::from_boxed_with_pass_through(&mode_fallback, {&mode_enter, &mode_leave}));
+}
 
 }  // namespace
 

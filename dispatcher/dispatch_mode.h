@@ -27,6 +27,13 @@ class DispatchMode {
   // The op's arguments are the last op.schema().arguments().size() values of the
   // stack; leave its results there instead. The default passes the call on.
   virtual void dispatch(const OperatorHandle& op, Stack& stack);
+  // True when dispatch() would only pass this call on, unchanged: a typed call
+  // that every visible mode passes on skips the modes unboxed (Note [Modes a call
+  // passes through] in dispatch_mode.cpp).
+  virtual bool passes_on(const OperatorHandle& op) const {
+    (void)op;
+    return false;
+  }
   // Whether a higher-order operator (cond, while_loop, ...) may run its
   // functions inline while this mode is pushed, the mode seeing their ops one by
   // one. A mode recording a replayable graph says no: a branch chosen by this

@@ -4,7 +4,13 @@
 // accountant, data and checkpoint files, and, when built with MPI
 // (STRATA_HAVE_MPI), st::dist::Group.
 
-#include <strata/strata.h>
+#include "func/grad/grad.h"
+#include "func/tree.h"
+#include "func/vmap/vmap.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
 
 #include "distributed/dp/clipping.h"
 #include "distributed/dp/dp_sgd.h"

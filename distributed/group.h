@@ -8,7 +8,13 @@
 //   world.broadcast(params, /*root=*/0);
 //   world.barrier();
 
-#include <strata/strata.h>
+#include "func/grad/grad.h"
+#include "func/tree.h"
+#include "func/vmap/vmap.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
 
 #include <cstddef>
 #include <memory>

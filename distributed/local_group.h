@@ -4,7 +4,13 @@
 // other code templated on a group run on without MPI (and the single-process
 // reference the multi-rank tests compare against).
 
-#include <strata/strata.h>
+#include "func/grad/grad.h"
+#include "func/tree.h"
+#include "func/vmap/vmap.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
 
 namespace strata::dist {
 

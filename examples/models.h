@@ -1,9 +1,10 @@
 #pragma once
 
-// The two models of the per-sample-gradient workloads (issue 5), shared by the
-// examples and bench/vmap.cpp: an MLP 784-128-10 and the small MNIST-shaped CNN,
-// both with a std::map of parameters and a mean cross-entropy loss, plus the
-// per-sample loop every vmap(grad) result is checked against. The deterministic
+// The models of the per-sample-gradient workloads (issues 5 and 26), shared by the
+// examples and bench/vmap.cpp: an MLP 784-128-10, the small MNIST-shaped CNN and
+// its GroupNorm variant, each with a std::map of parameters and a mean
+// cross-entropy loss, plus the per-sample loop every vmap(grad) result is checked
+// against. The deterministic
 // initialisation follows ../shared/peers/torch's scripts, so the numbers compare
 // with theirs.
 
@@ -85,6 +86,47 @@ inline st::Tensor cnn(const Params& p, const st::Tensor& x) {
 // One sample: x [1, 28, 28], y [].
 inline st::Tensor cnn_sample_loss(const Params& p, const st::Tensor& x, const st::Tensor& y) {
   return st::nn::cross_entropy(cnn(p, x.unsqueeze(0)), y.unsqueeze(0));
+}
+
+// The GroupNorm CNN of differentially private training (BatchNorm would mix the
+// samples): conv 1->16 3x3, GroupNorm(4), conv 16->32 3x3, GroupNorm(8), each
+// with relu and a 2x2 max pool, then fc 800->10.
+inline Params gn_cnn_params() {
+  const std::vector<std::pair<std::string, st::Shape>> shapes = {{"conv1.weight", {16, 1, 3, 3}},
+                                                                 {"conv1.bias", {16}},
+                                                                 {"gn1.weight", {16}},
+                                                                 {"gn1.bias", {16}},
+                                                                 {"conv2.weight", {32, 16, 3, 3}},
+                                                                 {"conv2.bias", {32}},
+                                                                 {"gn2.weight", {32}},
+                                                                 {"gn2.bias", {32}},
+                                                                 {"fc.weight", {10, 800}},
+                                                                 {"fc.bias", {10}}};
+  Params params;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& [name, shape] = shapes[i];
+    int64_t fan_in = 1;
+    for (size_t d = 1; d < shape.size(); ++d) fan_in *= shape[d];
+    const double scale = shape.size() > 1 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.1;
+    st::Tensor value = det(shape, 0.29 + 0.1 * static_cast<double>(i)) * scale;
+    if (name.starts_with("gn") && name.ends_with("weight")) value = value + 1.0;
+    params.emplace(name, value);
+  }
+  return params;
+}
+
+// x [N, 1, 28, 28] -> logits [N, 10].
+inline st::Tensor gn_cnn(const Params& p, const st::Tensor& x) {
+  st::Tensor h = st::nn::conv2d(x, p.at("conv1.weight"), p.at("conv1.bias"));
+  h = st::nn::max_pool2d(st::nn::group_norm(h, 4, p.at("gn1.weight"), p.at("gn1.bias")).relu(), 2);
+  h = st::nn::conv2d(h, p.at("conv2.weight"), p.at("conv2.bias"));
+  h = st::nn::max_pool2d(st::nn::group_norm(h, 8, p.at("gn2.weight"), p.at("gn2.bias")).relu(), 2);
+  return st::nn::linear(h.flatten(1), p.at("fc.weight"), p.at("fc.bias"));
+}
+
+// One sample: x [1, 28, 28], y [].
+inline st::Tensor gn_cnn_sample_loss(const Params& p, const st::Tensor& x, const st::Tensor& y) {
+  return st::nn::cross_entropy(gn_cnn(p, x.unsqueeze(0)), y.unsqueeze(0));
 }
 
 // The per-sample gradients one at a time: grad of the sample loss per sample,

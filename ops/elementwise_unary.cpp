@@ -1,7 +1,8 @@
 // Unary elementwise operators: numeric (neg, abs, ... in the input's dtype),
 // floating math (exp, log, ... Int64 and Bool inputs compute in Float32),
-// activations (relu, gelu, softplus), pow with a Scalar exponent, clamp and
-// logical_not, with the in-place relu_ and clamp_.
+// rounding (floor, ceil, round), activations (relu, gelu, silu, softplus), pow with a Scalar
+// exponent, clamp and logical_not, with the in-place clamp_. The in-place variants of the UnaryOp
+// ops are in ops/elementwise_unary_inplace.cpp.
 #include <string_view>
 
 #include "dispatcher/boxing.h"
@@ -9,6 +10,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "ops/elementwise_backward.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/elementwise_unary_internal.h"
 #include "ops/elementwise_util.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -40,6 +42,9 @@ constexpr const char* op_name(UnaryOp op) {
     case UnaryOp::Sign: return "strata::sign";
     case UnaryOp::Square: return "strata::square";
     case UnaryOp::Relu: return "strata::relu";
+    case UnaryOp::Floor: return "strata::floor";
+    case UnaryOp::Ceil: return "strata::ceil";
+    case UnaryOp::Round: return "strata::round";
     case UnaryOp::Exp: return "strata::exp";
     case UnaryOp::Expm1: return "strata::expm1";
     case UnaryOp::Log: return "strata::log";
@@ -53,6 +58,7 @@ constexpr const char* op_name(UnaryOp op) {
     case UnaryOp::Sigmoid: return "strata::sigmoid";
     case UnaryOp::Gelu:
     case UnaryOp::GeluTanh: return "strata::gelu";
+    case UnaryOp::Silu: return "strata::silu";
     case UnaryOp::LogicalNot: return "strata::logical_not";
   }
   return "?";
@@ -158,161 +164,6 @@ const Tensor& clamp__cpu(const Tensor& self, const std::optional<Scalar>& min,
   return self;
 }
 
-const Tensor& relu__cpu(const Tensor& self) {
-  elementwise::check_not_bool(self.dtype(), "strata::relu_");
-  check_no_internal_overlap(self, "strata::relu_");
-  on_device::unary_kernel(UnaryOp::Relu, self, self);
-  self.impl()->bump_version();
-  return self;
-}
-
-// ---- derivatives (Note [Derivative formulas]) -----------------------------------
-
-using autograd::args;
-using autograd::BackwardContext;
-using autograd::derivative;
-using autograd::ForwardContext;
-
-// A pointwise op's gradient and tangent are both scaled by its local derivative,
-// Local::of(c), which reads the call's input, output and other arguments from
-// either context, so the two modes share it.
-template <class Local>
-void backward_by(BackwardContext& c) {
-  c.set_grad(0, c.grad() * Local::of(c));
-}
-template <class Local>
-void forward_by(ForwardContext& c) {
-  c.set_tangent(0, c.tangent(0) * Local::of(c));
-}
-
-template <class Local>
-KernelFunction scaled_by(uint32_t saved_inputs, uint32_t saved_outputs = 0) {
-  return derivative({.backward = &backward_by<Local>,
-                     .forward = &forward_by<Local>,
-                     .saved_inputs = saved_inputs,
-                     .saved_outputs = saved_outputs});
-}
-
-// Most unary ops' derivative is a function of the input x alone, or of the output y.
-template <Tensor (*kDerivative)(const Tensor& x)>
-struct OfInput {
-  template <class Context>
-  static Tensor of(const Context& c) {
-    return kDerivative(c.input(0));
-  }
-};
-template <Tensor (*kDerivative)(const Tensor& y)>
-struct OfOutput {
-  template <class Context>
-  static Tensor of(const Context& c) {
-    return kDerivative(c.output());
-  }
-};
-
-Tensor exp_derivative(const Tensor& y) { return y; }
-Tensor expm1_derivative(const Tensor& y) { return y + 1.0; }
-Tensor sqrt_derivative(const Tensor& y) { return 0.5 / y; }
-Tensor rsqrt_derivative(const Tensor& y) { return y.pow(3.0) * -0.5; }
-Tensor reciprocal_derivative(const Tensor& y) { return -(y * y); }
-Tensor tanh_derivative(const Tensor& y) { return 1.0 - y * y; }
-Tensor sigmoid_derivative(const Tensor& y) { return y * (1.0 - y); }
-Tensor abs_derivative(const Tensor& x) { return x.sign(); }
-Tensor square_derivative(const Tensor& x) { return x * 2.0; }
-Tensor log_derivative(const Tensor& x) { return x.reciprocal(); }
-Tensor log1p_derivative(const Tensor& x) { return (x + 1.0).reciprocal(); }
-Tensor sin_derivative(const Tensor& x) { return x.cos(); }
-Tensor cos_derivative(const Tensor& x) { return -x.sin(); }
-
-constexpr uint32_t kInput = args(0);
-constexpr uint32_t kOutput = args(0);
-
-void neg_backward(BackwardContext& c) { c.set_grad(0, -c.grad()); }
-
-// Through relu_backward, one pass (Note [relu's gradient as one op]).
-void relu_backward_formula(BackwardContext& c) {
-  c.set_grad(0, relu_backward(c.grad(), c.output()));
-}
-void relu_forward_formula(ForwardContext& c) {
-  c.set_tangent(0, relu_backward(c.tangent(0), c.output()));
-}
-
-// Through the backward ops, whose own derivatives make forward mode over the
-// gradient one pass (Note [Backward ops with their own derivatives]).
-void sin_backward_formula(BackwardContext& c) { c.set_grad(0, sin_backward(c.grad(), c.input(0))); }
-void cos_backward_formula(BackwardContext& c) { c.set_grad(0, cos_backward(c.grad(), c.input(0))); }
-
-// gelu(x) = x * Phi(x), so d/dx = Phi(x) + x * phi(x). Phi is read off the
-// output as gelu(x) / x rather than needing erf as an op. At 0 it is taken as
-// 1/2 + x * phi(x), Phi's value and slope there, so that an outer grad is right
-// at 0 too; dividing by 1 there keeps 0 / 0 out of its backward. The tanh
-// approximation differentiates through tanh.
-struct GeluDerivative {
-  template <class Context>
-  static Tensor of(const Context& c) {
-    const Tensor& x = c.input(0);
-    if (c.arg(1).to_string_ref() == "tanh") {
-      constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
-      constexpr double kKappa = 0.044715;
-      Tensor inner = (x + x.pow(3.0) * kKappa) * kBeta;
-      Tensor t = inner.tanh();
-      Tensor d_inner = (x.square() * (3.0 * kKappa) + 1.0) * kBeta;
-      return (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * d_inner;
-    }
-    constexpr double kInvSqrt2Pi = 0.3989422804014327;
-    Tensor pdf = (x.square() * -0.5).exp() * kInvSqrt2Pi;
-    Tensor at_zero = x == 0.0;
-    Tensor cdf = where(at_zero, x * pdf + 0.5, c.output() / where(at_zero, ones_like(x), x));
-    return cdf + x * pdf;
-  }
-};
-
-struct SoftplusDerivative {
-  template <class Context>
-  static Tensor of(const Context& c) {
-    const Tensor& x = c.input(0);
-    Tensor scaled = x * c.scalar_arg(1).template to<double>();
-    return where(scaled > c.scalar_arg(2).template to<double>(), ones_like(x), scaled.sigmoid());
-  }
-};
-
-// x^0 is constant: zeros, not 0 * x^-1, which is NaN at 0.
-struct PowScalarDerivative {
-  template <class Context>
-  static Tensor of(const Context& c) {
-    const double exponent = c.scalar_arg(1).template to<double>();
-    if (exponent == 0.0) return zeros_like(c.input(0));
-    return c.input(0).pow(exponent - 1.0) * exponent;
-  }
-};
-
-// 1 where x is within the bounds (inclusive), 0 where clamp replaced it; the
-// in-place clamp_'s formulas see x as it was before the write.
-struct ClampDerivative {
-  template <class Context>
-  static Tensor of(const Context& c) {
-    const Tensor& x = c.input(0);
-    Tensor pass = ones_like(x, ScalarType::Bool);
-    if (!c.arg(1).is_none()) pass = pass.logical_and(x >= c.scalar_arg(1));
-    if (!c.arg(2).is_none()) pass = pass.logical_and(x <= c.scalar_arg(2));
-    return pass;
-  }
-};
-
-template <Tensor (*kDerivative)(const Tensor& x)>
-KernelFunction of_input() {
-  return scaled_by<OfInput<kDerivative>>(kInput);
-}
-template <Tensor (*kDerivative)(const Tensor& y)>
-KernelFunction of_output() {
-  return scaled_by<OfOutput<kDerivative>>(0, kOutput);
-}
-
-KernelFunction relu_derivative() {
-  return derivative({.backward = &relu_backward_formula,
-                     .forward = &relu_forward_formula,
-                     .saved_outputs = kOutput});
-}
-
 // ---- batching rules (Note [Batching rules]): every op here is pointwise. The
 // out-of-place ops take the unboxed rule, which calls the op on the batch without
 // boxing; the in-place ones write into their batched self through the boxed one.
@@ -358,8 +209,8 @@ MetaList pow_scalar_shape(OpArgs args) {
 MetaList clamp_shape(OpArgs args) {
   using Bound = boxing::FromIValue<std::optional<Scalar>>;
   const Tensor& self = shape::tensor_arg(args, 0);
-  return shape::single(self.sizes(), clamp_dtype(self, Bound::get(args[1]), Bound::get(args[2]),
-                                                 "strata::clamp"));
+  return shape::single(
+      self.sizes(), clamp_dtype(self, Bound::get(args[1]), Bound::get(args[2]), "strata::clamp"));
 }
 
 // An out-of-place unary op: one FLOP per element, batched by the unboxed rule.
@@ -373,91 +224,62 @@ OpDef pointwise(const char* schema, Kernel cpu, Facet<Kernel> derivative, Kernel
           .flops = kOnePerElement};
 }
 template <UnaryOp kOp>
-OpDef numeric(const char* schema, Facet<Kernel> derivative, Kernel batching) {
-  return on_every_backend(pointwise(schema, &numeric_cpu<kOp>, std::move(derivative),
+OpDef numeric(const char* schema, Kernel batching) {
+  return on_every_backend(pointwise(schema, &numeric_cpu<kOp>, elementwise::unary_derivative(kOp),
                                     std::move(batching), &numeric_shape<kOp>));
 }
 template <UnaryOp kOp>
-OpDef floating_math(const char* schema, Facet<Kernel> derivative, Kernel batching) {
-  return on_every_backend(pointwise(schema, &floating_cpu<kOp>, std::move(derivative),
-                                    std::move(batching), &shape::pointwise_floating));
-}
-// An in-place one writes into its batched self through the boxed rule.
-OpDef in_place(const char* schema, Kernel cpu, Facet<Kernel> derivative) {
-  return {.schema = schema,
-          .cpu = std::move(cpu),
-          .derivative = std::move(derivative),
-          .batching = batching::pointwise_batch_rule(),
-          .shape = &shape::same_as_self,
-          .flops = kOnePerElement};
+OpDef floating_math(const char* schema, Kernel batching) {
+  return on_every_backend(pointwise(schema, &floating_cpu<kOp>,
+                                    elementwise::unary_derivative(kOp), std::move(batching),
+                                    &shape::pointwise_floating));
 }
 
 const OpFamily kUnaryOps("elementwise_unary", {
-    numeric<UnaryOp::Neg>(
-        "neg(Tensor self) -> Tensor",
-        derivative({.backward = &neg_backward, .forward = &autograd::linear_forward}),
-        kMethodRule<&Tensor::neg>),
-    numeric<UnaryOp::Abs>("abs(Tensor self) -> Tensor", of_input<&abs_derivative>(),
-                          kMethodRule<&Tensor::abs>),
-    numeric<UnaryOp::Sign>(
-        "sign(Tensor self) -> Tensor",
-        {autograd::non_differentiable(), "piecewise constant: zero wherever it has a derivative"},
-        kMethodRule<&Tensor::sign>),
-    numeric<UnaryOp::Square>("square(Tensor self) -> Tensor", of_input<&square_derivative>(),
-                             kMethodRule<&Tensor::square>),
-    numeric<UnaryOp::Relu>("relu(Tensor self) -> Tensor", relu_derivative(),
-                           kMethodRule<&Tensor::relu>),
-    on_every_backend(
-        in_place("relu_(Tensor(a!) self) -> Tensor(a!)", &relu__cpu, relu_derivative())),
-    floating_math<UnaryOp::Exp>("exp(Tensor self) -> Tensor", of_output<&exp_derivative>(),
-                                kMethodRule<&Tensor::exp>),
-    floating_math<UnaryOp::Expm1>("expm1(Tensor self) -> Tensor", of_output<&expm1_derivative>(),
-                                  kMethodRule<&Tensor::expm1>),
-    floating_math<UnaryOp::Log>("log(Tensor self) -> Tensor", of_input<&log_derivative>(),
-                                kMethodRule<&Tensor::log>),
-    floating_math<UnaryOp::Log1p>("log1p(Tensor self) -> Tensor", of_input<&log1p_derivative>(),
-                                  kMethodRule<&Tensor::log1p>),
-    floating_math<UnaryOp::Sqrt>("sqrt(Tensor self) -> Tensor", of_output<&sqrt_derivative>(),
-                                 kMethodRule<&Tensor::sqrt>),
-    floating_math<UnaryOp::Rsqrt>("rsqrt(Tensor self) -> Tensor", of_output<&rsqrt_derivative>(),
-                                  kMethodRule<&Tensor::rsqrt>),
+    numeric<UnaryOp::Neg>("neg(Tensor self) -> Tensor", kMethodRule<&Tensor::neg>),
+    numeric<UnaryOp::Abs>("abs(Tensor self) -> Tensor", kMethodRule<&Tensor::abs>),
+    numeric<UnaryOp::Sign>("sign(Tensor self) -> Tensor", kMethodRule<&Tensor::sign>),
+    numeric<UnaryOp::Square>("square(Tensor self) -> Tensor", kMethodRule<&Tensor::square>),
+    numeric<UnaryOp::Relu>("relu(Tensor self) -> Tensor", kMethodRule<&Tensor::relu>),
+    numeric<UnaryOp::Floor>("floor(Tensor self) -> Tensor", kMethodRule<&Tensor::floor>),
+    numeric<UnaryOp::Ceil>("ceil(Tensor self) -> Tensor", kMethodRule<&Tensor::ceil>),
+    numeric<UnaryOp::Round>("round(Tensor self) -> Tensor", kMethodRule<&Tensor::round>),
+    floating_math<UnaryOp::Exp>("exp(Tensor self) -> Tensor", kMethodRule<&Tensor::exp>),
+    floating_math<UnaryOp::Expm1>("expm1(Tensor self) -> Tensor", kMethodRule<&Tensor::expm1>),
+    floating_math<UnaryOp::Log>("log(Tensor self) -> Tensor", kMethodRule<&Tensor::log>),
+    floating_math<UnaryOp::Log1p>("log1p(Tensor self) -> Tensor", kMethodRule<&Tensor::log1p>),
+    floating_math<UnaryOp::Sqrt>("sqrt(Tensor self) -> Tensor", kMethodRule<&Tensor::sqrt>),
+    floating_math<UnaryOp::Rsqrt>("rsqrt(Tensor self) -> Tensor", kMethodRule<&Tensor::rsqrt>),
     floating_math<UnaryOp::Reciprocal>("reciprocal(Tensor self) -> Tensor",
-                                       of_output<&reciprocal_derivative>(),
                                        kMethodRule<&Tensor::reciprocal>),
-    floating_math<UnaryOp::Sin>("sin(Tensor self) -> Tensor",
-                                derivative({.backward = &sin_backward_formula,
-                                            .forward = &forward_by<OfInput<&sin_derivative>>,
-                                            .saved_inputs = kInput}),
-                                kMethodRule<&Tensor::sin>),
-    floating_math<UnaryOp::Cos>("cos(Tensor self) -> Tensor",
-                                derivative({.backward = &cos_backward_formula,
-                                            .forward = &forward_by<OfInput<&cos_derivative>>,
-                                            .saved_inputs = kInput}),
-                                kMethodRule<&Tensor::cos>),
-    floating_math<UnaryOp::Tanh>("tanh(Tensor self) -> Tensor", of_output<&tanh_derivative>(),
-                                 kMethodRule<&Tensor::tanh>),
+    floating_math<UnaryOp::Sin>("sin(Tensor self) -> Tensor", kMethodRule<&Tensor::sin>),
+    floating_math<UnaryOp::Cos>("cos(Tensor self) -> Tensor", kMethodRule<&Tensor::cos>),
+    floating_math<UnaryOp::Tanh>("tanh(Tensor self) -> Tensor", kMethodRule<&Tensor::tanh>),
     floating_math<UnaryOp::Sigmoid>("sigmoid(Tensor self) -> Tensor",
-                                    of_output<&sigmoid_derivative>(),
                                     kMethodRule<&Tensor::sigmoid>),
+    floating_math<UnaryOp::Silu>("silu(Tensor self) -> Tensor", kMethodRule<&Tensor::silu>),
     on_every_backend(pointwise("gelu(Tensor self, *, str approximate='none') -> Tensor", &gelu_cpu,
-              scaled_by<GeluDerivative>(kInput, kOutput), kRule<&gelu_op>, &gelu_shape)),
-    on_every_backend(pointwise(
-              "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
-              &softplus_cpu, scaled_by<SoftplusDerivative>(kInput),
-              kMethodRule<&Tensor::softplus>, &shape::pointwise_floating)),
-    on_every_backend(pointwise("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
-              &pow_scalar_cpu,
-              scaled_by<PowScalarDerivative>(kInput),
+              elementwise::unary_derivative(UnaryOp::Gelu), kRule<&gelu_op>, &gelu_shape)),
+    on_every_backend(pointwise("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+              &softplus_cpu, elementwise::softplus_derivative(), kMethodRule<&Tensor::softplus>,
+              &shape::pointwise_floating)),
+    on_every_backend(pointwise("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", &pow_scalar_cpu,
+              elementwise::pow_scalar_derivative(),
               kRule<static_cast<Tensor (*)(const Tensor&, const Scalar&)>(&strata::pow)>,
               &pow_scalar_shape)),
     on_every_backend(pointwise("logical_not(Tensor self) -> Tensor", &logical_not_cpu,
-              {autograd::non_differentiable(), "not differentiable: Bool output"},
+              elementwise::unary_derivative(UnaryOp::LogicalNot),
               kMethodRule<&Tensor::logical_not>, &shape::pointwise_bool)),
-    on_every_backend(pointwise("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
-              &clamp_cpu, scaled_by<ClampDerivative>(kInput), kRule<&clamp_op>, &clamp_shape)),
-    on_every_backend(in_place(
-             "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
-             &clamp__cpu, scaled_by<ClampDerivative>(kInput))),
+    on_every_backend(pointwise("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", &clamp_cpu,
+              elementwise::clamp_derivative(), kRule<&clamp_op>, &clamp_shape)),
+    // The in-place clamp_ writes into its batched self through the boxed rule.
+    {.schema = "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
+     .cpu = &clamp__cpu,
+     .cuda = &clamp__cpu,
+     .derivative = elementwise::clamp_derivative(),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
+     .flops = kOnePerElement},
 });
 
 }  // namespace
@@ -481,6 +303,10 @@ Tensor Tensor::cos() const { return STRATA_OP("strata::cos", "", UnarySig).call(
 Tensor Tensor::tanh() const { return STRATA_OP("strata::tanh", "", UnarySig).call(*this); }
 Tensor Tensor::sigmoid() const { return STRATA_OP("strata::sigmoid", "", UnarySig).call(*this); }
 Tensor Tensor::gelu() const { return gelu_op(*this, "none"); }
+Tensor Tensor::silu() const { return STRATA_OP("strata::silu", "", UnarySig).call(*this); }
+Tensor Tensor::floor() const { return STRATA_OP("strata::floor", "", UnarySig).call(*this); }
+Tensor Tensor::ceil() const { return STRATA_OP("strata::ceil", "", UnarySig).call(*this); }
+Tensor Tensor::round() const { return STRATA_OP("strata::round", "", UnarySig).call(*this); }
 Tensor Tensor::softplus(const Scalar& beta, const Scalar& threshold) const {
   return STRATA_OP("strata::softplus", "", SoftplusSig).call(*this, beta, threshold);
 }
@@ -490,9 +316,6 @@ Tensor Tensor::logical_not() const {
 }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return strata::clamp(*this, min, max);
-}
-const Tensor& Tensor::relu_() const {
-  return STRATA_OP("strata::relu_", "", const Tensor&(const Tensor&)).call(*this);
 }
 const Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return STRATA_OP("strata::clamp_", "", ClampInplaceSig).call(*this, min, max);
@@ -504,6 +327,11 @@ Tensor pow(const Tensor& base, const Scalar& exponent) {
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max) {
   return clamp_op(t, min, max);
 }
+
+Tensor nn::gelu(const Tensor& input, std::string_view approximate) {
+  return gelu_op(input, approximate);
+}
+Tensor nn::silu(const Tensor& input) { return input.silu(); }
 
 Tensor operator-(const Tensor& t) { return t.neg(); }
 Tensor operator!(const Tensor& t) { return t.logical_not(); }

@@ -143,6 +143,17 @@ Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, con
   return out;
 }
 
+// addmm in ordinary ops (its decomposition facet); beta == 0 ignores self, as the
+// kernel does.
+Tensor addmm_composite(const Tensor& self, const Tensor& mat1, const Tensor& mat2,
+                       const Scalar& beta, const Scalar& alpha) {
+  check_addmm_arguments(self, mat1, mat2, beta, alpha);
+  Tensor product = mat1.mm(mat2);
+  if (alpha.to_double() != 1.0) product = product * alpha;
+  if (beta.to_double() == 0.0) return product;
+  return (beta.to_double() == 1.0 ? self : self * beta) + product;
+}
+
 void check_dot_operands(const Tensor& a, const Tensor& b) {
   const char* op = "strata::dot";
   check_ranks(op, a, b, 1);
@@ -440,6 +451,7 @@ const OpFamily kLinalgOps("linalg", {
          "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
      .cpu = &addmm_cpu,
      .cuda = &addmm_cpu,
+     .decomposition = &addmm_composite,
      .derivative = derivative(
          {.backward = &addmm_backward, .forward = &addmm_forward, .saved_inputs = args(1, 2)}),
      .batching = &addmm_batched,

@@ -20,16 +20,17 @@ DimVector folded_sizes(const Tensor& t, IntArrayRef group_lengths) {
 }
 
 // Whether every run can be one strided dim: within a run, each dim of size > 1
-// steps exactly over the dims inside it (size-1 dims never step).
+// steps exactly over the dims inside it (size-1 dims never step). An expanded
+// (stride-0) inner dim spans nothing, so only another stride-0 dim can join it.
 bool runs_are_strided(const Tensor& t, IntArrayRef group_lengths) {
   if (t.numel() == 0) return true;
   int64_t first = 0;
   for (int64_t length : group_lengths) {
-    int64_t span = 0;  // stride * size of the dims seen so far, 0 before the first
+    std::optional<int64_t> span;  // stride * size of the inner dims of size > 1 seen so far
     for (int64_t d = first + length - 1; d >= first; --d) {
       const int64_t size = t.sizes()[d];
       if (size == 1) continue;
-      if (span != 0 && t.strides()[d] != span) return false;
+      if (span && t.strides()[d] != *span) return false;
       span = t.strides()[d] * size;
     }
     first += length;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <tuple>
 
 #include "tensor/array_ref.h"
@@ -16,6 +17,11 @@ namespace strata::nn {
 
 enum class Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
 
+// x * Phi(x) (approximate "none"), or its "tanh" approximation; x * sigmoid(x)
+// (ops/elementwise_unary.cpp).
+Tensor gelu(const Tensor& input, std::string_view approximate = "none");
+Tensor silu(const Tensor& input);
+
 // input [..., in] @ weight[out, in]^T + bias[out].
 Tensor linear(const Tensor& input, const Tensor& weight,
               const std::optional<Tensor>& bias = std::nullopt);
@@ -25,6 +31,14 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Ten
               IntArrayRef stride = {1}, IntArrayRef padding = {0}, IntArrayRef dilation = {1},
               int64_t groups = 1);
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              int64_t stride, int64_t padding = 0);
+
+// input [N, C, L], weight [O, C / groups, k], bias [O] (ops/nn_norm_attention.cpp:
+// conv2d over a height of 1).
+Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              IntArrayRef stride = {1}, IntArrayRef padding = {0}, IntArrayRef dilation = {1},
+              int64_t groups = 1);
+Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
               int64_t stride, int64_t padding = 0);
 
 // stride defaults to kernel_size.
@@ -55,5 +69,27 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape,
                   const std::optional<Tensor>& weight = std::nullopt,
                   const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
+
+// ops/nn_norm_attention.cpp. input [N, C, *]: each sample's channels in
+// num_groups groups, each normalised over its channels and positions; weight and
+// bias [C].
+Tensor group_norm(const Tensor& input, int64_t num_groups,
+                  const std::optional<Tensor>& weight = std::nullopt,
+                  const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
+// input [N, C, *]. training: normalised by the batch's statistics per channel, and
+// running_mean / running_var (when given) move towards them by `momentum` (the
+// variance unbiased), in place; otherwise by the running statistics, which must be
+// given. weight and bias [C].
+Tensor batch_norm(const Tensor& input, const std::optional<Tensor>& running_mean,
+                  const std::optional<Tensor>& running_var,
+                  const std::optional<Tensor>& weight = std::nullopt,
+                  const std::optional<Tensor>& bias = std::nullopt, bool training = false,
+                  double momentum = 0.1, double eps = 1e-5);
+// softmax(q k^T / sqrt(E) + mask) v over [..., L, E] queries and [..., S, E] keys,
+// [..., S, Ev] values. attn_mask broadcasts to [..., L, S]: Bool (true: attend) or
+// added to the scores; is_causal masks keys after each query (no attn_mask then).
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const std::optional<Tensor>& attn_mask = std::nullopt,
+                                    bool is_causal = false);
 
 }  // namespace strata::nn

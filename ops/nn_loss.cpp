@@ -98,6 +98,19 @@ Tensor mse_loss_cpu(const Tensor& input, const Tensor& target, int64_t reduction
   return out;
 }
 
+// mse_loss in ordinary ops (its decomposition facet).
+Tensor mse_loss_composite(const Tensor& input, const Tensor& target, int64_t reduction) {
+  mse_loss_checked(input, target, reduction);
+  const Tensor diff = input - target;
+  const Tensor squared = diff * diff;
+  switch (static_cast<Reduction>(reduction)) {
+    case Reduction::None: return squared;
+    case Reduction::Mean: return squared.mean();
+    case Reduction::Sum: return squared.sum();
+  }
+  return squared;
+}
+
 // ---- derivatives (Note [Derivative formulas]); cross_entropy differentiates
 // through its decomposition.
 
@@ -322,6 +335,7 @@ const OpFamily kLossOps("nn_loss", {
      .decomposition = &cross_entropy_composite},
     {.schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
      .cpu = &mse_loss_cpu,
+     .decomposition = &mse_loss_composite,
      .derivative = derivative({.backward = &mse_loss_backward,
                                .forward = &mse_loss_forward,
                                .saved_inputs = args(0, 1)}),

@@ -93,6 +93,13 @@ Tensor linear_cuda(const Tensor& input, const Tensor& weight, const std::optiona
   return out;
 }
 
+// linear in ordinary ops (its decomposition facet).
+Tensor linear_composite(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  check_linear_arguments(input, weight, bias);
+  const Tensor product = input.matmul(weight.t());
+  return bias ? product + *bias : product;
+}
+
 void check_embedding_arguments(const Tensor& weight, const Tensor& indices) {
   constexpr const char* op = "strata::embedding";
   STRATA_CHECK(weight.dim() == 2, op, "expected a 2-D weight [num_embeddings, dim], got shape ",
@@ -143,6 +150,24 @@ Tensor layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
   const std::optional<Tensor> weight_data = contiguous(weight), bias_data = contiguous(bias);
   cpu::layer_norm_kernel(out, contiguous(input), weight_data ? &*weight_data : nullptr,
                          bias_data ? &*bias_data : nullptr, rows, eps);
+  return out;
+}
+
+// layer_norm in ordinary ops (its decomposition facet): normalized over the
+// trailing normalized_shape.size() dims with the biased variance.
+Tensor layer_norm_composite(const Tensor& input, IntArrayRef normalized_shape,
+                            const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                            double eps) {
+  check_layer_norm_arguments(input, normalized_shape, weight, bias);
+  DimVector dims;
+  for (int64_t d = input.dim() - static_cast<int64_t>(normalized_shape.size()); d < input.dim(); ++d) {
+    dims.push_back(d);
+  }
+  const Tensor centered = input - input.mean(dims, true);
+  const Tensor variance = (centered * centered).mean(dims, true);
+  Tensor out = centered * (variance + eps).rsqrt();
+  if (weight) out = out * *weight;
+  if (bias) out = out + *bias;
   return out;
 }
 
@@ -408,6 +433,7 @@ const OpFamily kNnMiscOps("nn_misc", {
     {.schema = "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
      .cpu = &linear_cpu,
      .cuda = &linear_cuda,
+     .decomposition = &linear_composite,
      .derivative = derivative(
          {.backward = &linear_backward, .forward = &linear_forward, .saved_inputs = args(0, 1)}),
      .batching = &linear_batched,
@@ -424,6 +450,7 @@ const OpFamily kNnMiscOps("nn_misc", {
     {.schema = "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
                "Tensor? bias=None, float eps=1e-05) -> Tensor",
      .cpu = &layer_norm_cpu,
+     .decomposition = &layer_norm_composite,
      .derivative = derivative({.backward = &layer_norm_backward,
                                .forward = &layer_norm_forward,
                                .saved_inputs = args(0, 2)}),

@@ -1,5 +1,7 @@
 // View operators that reshape: view, reshape, flatten, unflatten, unsqueeze,
-// squeeze and expand. (permute, transpose, t, movedim, diagonal and as_strided
+// squeeze and expand; and stop_gradient, a view of the whole tensor that is a
+// constant to every grad and jvp level. (permute, transpose, t, movedim, diagonal
+// and as_strided
 // are in shape_strided.cpp; the slicing views in shape_slicing.cpp.)
 //
 // A view shares its input's storage and differs only in sizes, strides and
@@ -245,7 +247,22 @@ void expand_backward(BackwardContext& c) {
   c.set_grad(0, autograd::sum_to(c.grad(), c.input_sizes(0)));
 }
 
+// The whole of self, as a new view: the transforms' derivative kernels treat it as
+// non-differentiable, so the result carries no gradient or tangent of any level.
+Tensor stop_gradient_kernel(const Tensor& self) {
+  return make_view(self, self.sizes(), self.strides(), self.storage_offset(),
+                   "strata::stop_gradient");
+}
+
 // ---- batching rules (shape_internal.h) ----
+
+Tensor stop_gradient_batched(const Tensor& self) {
+  const int64_t level = batching::current_vmap_level("strata::stop_gradient").level;
+  const batching::BatchedArg x = batching::unwrap(self, level);
+  const ExcludeDispatchKeyGuard below(DispatchKey::Batched);
+  if (!x.batched()) return stop_gradient(self);
+  return batching::make_batched(stop_gradient(x.value), x.bdim, level);
+}
 
 // The batch dim goes to the front, or stays last; the sample's shape is viewed
 // around it, which is possible exactly when a sample alone could be viewed.
@@ -334,6 +351,12 @@ const OpFamily kViewOps("shape_views", {
                                  &ViewRule<SqueezeDim>::call),
     view_op<&expand_kernel>("expand(Tensor(a) self, int[] size) -> Tensor(a)",
                             view_derivative(&expand_backward), &ViewRule<Expand>::call),
+    {.schema = "stop_gradient(Tensor(a) self) -> Tensor(a)",
+     .all_backends = &stop_gradient_kernel,
+     .derivative = {autograd::non_differentiable(), "a constant to every grad and jvp level"},
+     .batching = &stop_gradient_batched,
+     .shape = &shape_detail::view_shape<&stop_gradient_kernel>,
+     .flops = &flops::zero},
     {.schema = "flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
      .decomposition = &flatten_composite},
     {.schema = "unflatten.int(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)",
@@ -341,6 +364,10 @@ const OpFamily kViewOps("shape_views", {
 });
 
 }  // namespace
+
+Tensor stop_gradient(const Tensor& t) {
+  return STRATA_OP("strata::stop_gradient", "", Tensor(const Tensor&)).call(t);
+}
 
 Tensor Tensor::view(IntArrayRef sizes) const {
   return STRATA_OP("strata::view", "", Tensor(const Tensor&, IntArrayRef)).call(*this, sizes);

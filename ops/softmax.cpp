@@ -69,6 +69,20 @@ Tensor softmax_cpu(const Tensor& input, int64_t dim) {
   return out;
 }
 
+// softmax and log_softmax in ordinary ops (their decomposition facet), the
+// maximum subtracted first as the kernel does.
+template <bool kLog>
+Tensor softmax_composite(const Tensor& input, int64_t dim) {
+  softmax_checked<kLog>(input, dim);
+  const Tensor shifted = input - input.amax({dim}, true);
+  if constexpr (kLog) {
+    return shifted - shifted.exp().sum({dim}, true).log();
+  } else {
+    const Tensor e = shifted.exp();
+    return e / e.sum({dim}, true);
+  }
+}
+
 template <bool kLog>
 Tensor softmax_backward_cpu(const Tensor& grad_output, const Tensor& output, int64_t dim) {
   const cpu::SoftmaxShape s = softmax_backward_checked<kLog>(grad_output, output, dim);
@@ -243,6 +257,7 @@ const OpFamily kSoftmaxOps("softmax", {
     {.schema = "softmax(Tensor self, int dim) -> Tensor",
      .cpu = &softmax_cpu<false>,
      .cuda = &softmax_cpu<false>,
+     .decomposition = &softmax_composite<false>,
      .derivative = derivative(
          {.backward = &softmax_grad, .forward = &softmax_forward, .saved_outputs = args(0)}),
      .batching = &lanes_rule<&nn::softmax, kSoftmax>,
@@ -251,6 +266,7 @@ const OpFamily kSoftmaxOps("softmax", {
     {.schema = "log_softmax(Tensor self, int dim) -> Tensor",
      .cpu = &softmax_cpu<true>,
      .cuda = &softmax_cpu<true>,
+     .decomposition = &softmax_composite<true>,
      .derivative = derivative({.backward = &log_softmax_grad,
                                .forward = &log_softmax_forward,
                                .saved_outputs = args(0)}),

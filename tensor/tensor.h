@@ -73,13 +73,38 @@ class Tensor {
   Tensor sigmoid() const;
   Tensor relu() const;
   Tensor gelu() const;
+  Tensor silu() const;  // x * sigmoid(x)
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;  // halves to even
   Tensor softplus(const Scalar& beta = 1, const Scalar& threshold = 20) const;
   Tensor square() const;
   Tensor pow(const Scalar& exponent) const;
   Tensor logical_not() const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
-  const Tensor& relu_() const;
   const Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+
+  // ops/elementwise_unary_inplace.cpp
+  const Tensor& neg_() const;
+  const Tensor& abs_() const;
+  const Tensor& sign_() const;
+  const Tensor& square_() const;
+  const Tensor& relu_() const;
+  const Tensor& floor_() const;
+  const Tensor& ceil_() const;
+  const Tensor& round_() const;
+  const Tensor& exp_() const;
+  const Tensor& expm1_() const;
+  const Tensor& log_() const;
+  const Tensor& log1p_() const;
+  const Tensor& sqrt_() const;
+  const Tensor& rsqrt_() const;
+  const Tensor& reciprocal_() const;
+  const Tensor& sin_() const;
+  const Tensor& cos_() const;
+  const Tensor& tanh_() const;
+  const Tensor& sigmoid_() const;
+  const Tensor& silu_() const;
 
   // ops/elementwise_binary.cpp
   Tensor add(const Tensor& other, const Scalar& alpha = 1) const;

@@ -10,7 +10,13 @@
 //   sample's norm is at most sqrt(sum C_l^2) (the sensitivity the noise needs).
 // An empty batch (dim 0 of size 0) gives zeros.
 
-#include <strata/strata.h>
+#include "func/grad/grad.h"
+#include "func/tree.h"
+#include "func/vmap/vmap.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
 
 #include <vector>
 

@@ -6,7 +6,13 @@
 // once per step, divided by the expected batch size q N. See Note [One noise
 // draw per step].
 
-#include <strata/strata.h>
+#include "func/grad/grad.h"
+#include "func/tree.h"
+#include "func/vmap/vmap.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
 
 #include <cstdint>
 #include <utility>

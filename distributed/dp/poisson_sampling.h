@@ -3,7 +3,13 @@
 // Poisson sampling for DP-SGD, split over ranks: see Note [Poisson sampling
 // across ranks].
 
-#include <strata/strata.h>
+#include "func/grad/grad.h"
+#include "func/tree.h"
+#include "func/vmap/vmap.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
 
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,12 @@
 #include "distributed/dp/rdp_accountant.h"
 
-#include <strata/strata.h>
+#include "func/grad/grad.h"
+#include "func/tree.h"
+#include "func/vmap/vmap.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
 
 #include <algorithm>
 #include <cmath>

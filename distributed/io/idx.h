@@ -3,7 +3,13 @@
 // Reading the IDX files of MNIST-style datasets (gzip-compressed or not), such
 // as Debian's dataset-fashion-mnist package.
 
-#include <strata/strata.h>
+#include "func/grad/grad.h"
+#include "func/tree.h"
+#include "func/vmap/vmap.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
 
 #include <string>
 

@@ -6,7 +6,13 @@
 // little-endian bytes). Values round-trip bit for bit, so a run can save its
 // parameters and optimizer state and resume exactly.
 
-#include <strata/strata.h>
+#include "func/grad/grad.h"
+#include "func/tree.h"
+#include "func/vmap/vmap.h"
+#include "ops/ops.h"
+#include "tensor/error.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
 
 #include <map>
 #include <string>

@@ -33,7 +33,8 @@ int64_t Graph::add_constant(Tensor value) {
 
 size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeArg> args) {
   const KernelFunction* kernel = &op.entry().lookup(keys.highest());
-  nodes_.push_back(GraphNode{op, keys, kernel, std::move(args), {}});
+  nodes_.push_back(GraphNode{op, keys, kernel, std::move(args), {}, nullptr});
+  nodes_.back().typed = typed_replay_for(nodes_.back());
   return nodes_.size() - 1;
 }
 
@@ -61,7 +62,7 @@ size_t values_before(const GraphNode& node) {
     for (int64_t id : arg.values) end = std::max(end, id + 1);
   }
   for (const NodeResult& r : node.results) {
-    if (!r.values.empty()) return static_cast<size_t>(std::max(end, r.values.front()));
+    if (!r.values.empty()) return static_cast<size_t>(std::max(end, r.values[0]));
   }
   return static_cast<size_t>(end);
 }

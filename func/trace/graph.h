@@ -8,6 +8,8 @@
 
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/ivalue.h"
+#include "tensor/small_vector.h"
+#include "func/trace/typed_replay.h"
 #include "func/tree.h"
 
 // Note [Trace graphs]
@@ -43,19 +45,22 @@ struct GraphValue {
   Tensor constant;  // the value of a Constant
 };
 
+// Value ids; inline for the usual one or two, so recording a node allocates less.
+using ValueIds = SmallVector<int64_t, 2>;
+
 // One argument of a node: a constant, a value, or a list of values (-1 for a None
 // element of a Tensor?[] list).
 struct NodeArg {
   enum class Kind : uint8_t { Constant, Value, ValueList };
   Kind kind = Kind::Constant;
   IValue constant;
-  std::vector<int64_t> values;
+  ValueIds values;
 };
 
 // One result of a node: a tensor (one value) or a tensor list (several).
 struct NodeResult {
   bool is_list = false;
-  std::vector<int64_t> values;
+  ValueIds values;
 };
 
 struct GraphNode {
@@ -65,6 +70,8 @@ struct GraphNode {
   const KernelFunction* kernel = nullptr;
   std::vector<NodeArg> args;
   std::vector<NodeResult> results;
+  // The kernel's typed call, when it has one replay knows (Note [Typed replay]).
+  TypedReplayFn typed = nullptr;
 };
 
 class Graph {

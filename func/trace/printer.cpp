@@ -40,8 +40,8 @@ void print_value_ref(std::ostream& out, int64_t id) {
   }
 }
 
-template <class T, class F>
-void print_list(std::ostream& out, const std::vector<T>& list, F&& each) {
+template <class List, class F>
+void print_list(std::ostream& out, const List& list, F&& each) {
   out << '[';
   for (size_t i = 0; i < list.size(); ++i) {
     if (i > 0) out << ", ";

@@ -13,7 +13,8 @@
 // has done its work (a batched matmul, a backward formula's mul), on plain
 // tensors, so trace(vmap(grad(f))) is a flat graph of ordinary ops. While a
 // recorded op runs, the calls its kernel makes (a composite op's parts) are not
-// recorded again: replaying the op makes them.
+// recorded again: replaying the op makes them. A typed call made inside a
+// transform skips the recorder unboxed (passes_on()).
 //
 // Note [Trace of random ops]
 // A random op's node stores, as its Generator argument, a copy of the state (seed
@@ -49,6 +50,8 @@ Tensor GraphRecorder::add_input(const Tensor& leaf) {
   Tensor traced = options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf))
                   : ids_.count(leaf.impl()) ? alias_of(leaf)
                                             : leaf;
+  // A wrapped number keeps its place in type promotion (a Python-style scalar).
+  traced.impl()->set_wrapped_number(leaf.impl()->is_wrapped_number());
   bind(traced, graph_.add_input(value_type_of(leaf)));
   return traced;
 }
@@ -83,6 +86,10 @@ void GraphRecorder::dispatch(const OperatorHandle& op, Stack& stack) {
   } else {
     record(op, stack);
   }
+}
+
+bool GraphRecorder::passes_on(const OperatorHandle& /*op*/) const {
+  return !layer_stack_empty();
 }
 
 void GraphRecorder::execute(const OperatorHandle& op, Stack& stack) {

@@ -25,6 +25,7 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
  public:
   explicit GraphRecorder(TraceOptions options);
   void dispatch(const OperatorHandle& op, Stack& stack) override;
+  bool passes_on(const OperatorHandle& op) const override;
   // Control flow must be recorded as one node with subgraphs, not as the ops
   // of the branch this run took.
   bool allows_inline_higher_order_ops() const override { return false; }

@@ -10,7 +10,8 @@
 // With no transform running and no dispatch mode pushed, and every input a plain
 // tensor of its backend, nothing above the backend could act on a call, so each
 // node calls the kernel resolved when it was made (GraphNode::kernel): no key
-// computation, no layer stack, no table lookup. Otherwise (a replay inside grad or
+// computation, no layer stack, no table lookup; a typed call where the kernel's
+// signature allows (Note [Typed replay] in typed_replay.cpp), else a boxed one. Otherwise (a replay inside grad or
 // vmap, or under a FLOP counter) every node is an ordinary dispatched call, so
 // transforms and modes see the replayed ops as they would any others.
 //
@@ -77,6 +78,10 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& inputs) const {
   }
   Stack stack;
   for (const GraphNode& node : nodes_) {
+    if (direct && node.typed) {
+      node.typed(node, env.data());
+      continue;
+    }
     stack.clear();
     for (const NodeArg& arg : node.args) stack.push_back(argument_value(arg, env));
     if (direct) {

@@ -23,5 +23,6 @@
 #include "tensor/dlpack.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
+#include "transforms/grad/no_grad.h"
 #include "transforms/higher_order_op.h"
 #include "transforms/vmap/batching.h"

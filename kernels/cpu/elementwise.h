@@ -51,13 +51,16 @@ using RowFn = void (*)(void* ctx, char** data, const int64_t* strides, int64_t n
 void run_elementwise(const ElementwiseLayout& layout, RowFn fn, void* ctx);
 
 // Unary kernels: `in` has out's dtype, except LogicalNot (out Bool, any input).
-// Neg .. Relu are numeric (Int64, Float32, Float64); Exp .. GeluTanh floating.
+// Neg .. Round are numeric (Int64, Float32, Float64); Exp .. Silu floating.
 enum class UnaryOp : uint8_t {
   Neg,
   Abs,
   Sign,
   Square,
   Relu,
+  Floor,
+  Ceil,
+  Round,  // half to even
   Exp,
   Expm1,
   Log,
@@ -71,6 +74,7 @@ enum class UnaryOp : uint8_t {
   Sigmoid,
   Gelu,
   GeluTanh,
+  Silu,
   LogicalNot
 };
 void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <type_traits>
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "kernels/cpu/elementwise_rows.h"
@@ -42,6 +43,36 @@ struct Relu {
   template <class T>
   T operator()(T x) const {
     return x < T(0) ? T(0) : x;
+  }
+};
+
+// Integers are already whole: they pass through.
+struct Floor {
+  template <class T>
+  T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>)
+      return x;
+    else
+      return std::floor(x);
+  }
+};
+struct Ceil {
+  template <class T>
+  T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>)
+      return x;
+    else
+      return std::ceil(x);
+  }
+};
+// Halves go to the even neighbour (the default rounding mode), as in PyTorch.
+struct Round {
+  template <class T>
+  T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>)
+      return x;
+    else
+      return std::nearbyint(x);
   }
 };
 
@@ -149,6 +180,15 @@ struct GeluTanh {
   }
 };
 
+// x * sigmoid(x).
+struct Silu {
+  template <class T>
+  T operator()(T x) const {
+    return x / (T(1) + std::exp(-x));
+  }
+  auto array(const auto& x) const { return x * x.logistic(); }
+};
+
 template <class T>
 struct Softplus {
   T beta;
@@ -219,6 +259,9 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Sign: return numeric_unary<Sign>(out, in, "strata::sign");
     case UnaryOp::Square: return numeric_unary<Square>(out, in, "strata::square");
     case UnaryOp::Relu: return numeric_unary<Relu>(out, in, "strata::relu");
+    case UnaryOp::Floor: return numeric_unary<Floor>(out, in, "strata::floor");
+    case UnaryOp::Ceil: return numeric_unary<Ceil>(out, in, "strata::ceil");
+    case UnaryOp::Round: return numeric_unary<Round>(out, in, "strata::round");
     case UnaryOp::Exp: return floating_unary<Exp>(out, in, "strata::exp");
     case UnaryOp::Expm1: return floating_unary<Expm1>(out, in, "strata::expm1");
     case UnaryOp::Log: return floating_unary<Log>(out, in, "strata::log");
@@ -232,6 +275,7 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Sigmoid: return floating_unary<Sigmoid>(out, in, "strata::sigmoid");
     case UnaryOp::Gelu: return floating_unary<Gelu>(out, in, "strata::gelu");
     case UnaryOp::GeluTanh: return floating_unary<GeluTanh>(out, in, "strata::gelu");
+    case UnaryOp::Silu: return floating_unary<Silu>(out, in, "strata::silu");
     case UnaryOp::LogicalNot: return logical_not(out, in);
   }
 }

@@ -26,6 +26,18 @@ __device__ __forceinline__ T apply_unary(T x) {
     return static_cast<T>((T(0) < x) - (x < T(0)));
   else if constexpr (kOp == UnaryOp::Square)
     return x * x;
+  else if constexpr (kOp == UnaryOp::Floor) {
+    if constexpr (std::is_floating_point_v<T>) return floor(x);
+    else return x;
+  } else if constexpr (kOp == UnaryOp::Ceil) {
+    if constexpr (std::is_floating_point_v<T>) return ceil(x);
+    else return x;
+  } else if constexpr (kOp == UnaryOp::Round) {  // half to even, as nearbyint
+    if constexpr (std::is_floating_point_v<T>) return rint(x);
+    else return x;
+  } else if constexpr (kOp == UnaryOp::Silu) {
+    return x / (T(1) + exp(-x));
+  }
   else if constexpr (kOp == UnaryOp::Relu)
     return x < T(0) ? T(0) : x;
   else if constexpr (kOp == UnaryOp::Exp)
@@ -130,6 +142,10 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Sign: return numeric<UnaryOp::Sign>(out, in, "strata::sign");
     case UnaryOp::Square: return numeric<UnaryOp::Square>(out, in, "strata::square");
     case UnaryOp::Relu: return numeric<UnaryOp::Relu>(out, in, "strata::relu");
+    case UnaryOp::Floor: return numeric<UnaryOp::Floor>(out, in, "strata::floor");
+    case UnaryOp::Ceil: return numeric<UnaryOp::Ceil>(out, in, "strata::ceil");
+    case UnaryOp::Round: return numeric<UnaryOp::Round>(out, in, "strata::round");
+    case UnaryOp::Silu: return floating<UnaryOp::Silu>(out, in, "strata::silu");
     case UnaryOp::Exp: return floating<UnaryOp::Exp>(out, in, "strata::exp");
     case UnaryOp::Expm1: return floating<UnaryOp::Expm1>(out, in, "strata::expm1");
     case UnaryOp::Log: return floating<UnaryOp::Log>(out, in, "strata::log");
@@ -149,6 +165,7 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
         launch_elementwise<bool, T>("strata::logical_not", out, {&in}, LogicalNotF<T>{});
       });
   }
+  STRATA_FAIL("strata::unary", "internal: unary op ", static_cast<int>(op), " has no CUDA kernel");
 }
 
 void softplus_kernel(const Tensor& out, const Tensor& in, const Scalar& beta,

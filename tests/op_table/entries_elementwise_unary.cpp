@@ -154,23 +154,71 @@ STRATA_OP_INFOS(elementwise_unary) {
   std::vector<OpInfo> infos;
   auto add = [&](OpInfo info) { infos.push_back(std::move(info)); };
 
+  // The in-place variant of the entry just added, on the dtypes that can hold its
+  // result: an integer self cannot take floating math's Float32 values.
+  auto in_place_of = [&](std::string name, const Tensor& (Tensor::*method)() const,
+                         std::vector<ScalarType> dtypes) {
+    infos.back().inplace_variant = name;
+    OpInfo info = in_place_entry(infos.back(), name, method);
+    info.dtypes = std::move(dtypes);
+    add(std::move(info));
+  };
+  // Floating math in place, on contiguous targets only: the target is made inside
+  // the entry, so trace keeps it as a constant, whose text form is contiguous; a
+  // strided target runs the scalar loop where a contiguous one runs Eigen's
+  // vectorised math, which may differ in the last bit, and OpTrace compares replays
+  // bit for bit. Strided in-place writes are checked in elementwise_semantics_test.
+  auto floating_in_place_of = [&](std::string name, const Tensor& (Tensor::*method)() const) {
+    in_place_of(std::move(name), method, floating_dtypes());
+    infos.back().samples = [samples = infos.back().samples](ScalarType dtype) {
+      std::vector<Sample> all = samples(dtype);
+      std::erase_if(all, [](const Sample& s) { return !s.inputs[0].is_contiguous(); });
+      return all;
+    };
+  };
+
   // Numeric ops keep the dtype; Int64 included.
   add(unary_entry(
       "neg", [](const Tensor& x) { return -x; }, [](double x) { return -x; }, numeric_dtypes(),
       same));
+  in_place_of("neg_", &Tensor::neg_, numeric_dtypes());
   add(unary_entry(
       "abs", [](const Tensor& x) { return x.abs(); }, [](double x) { return std::fabs(x); },
       numeric_dtypes(), same));
+  in_place_of("abs_", &Tensor::abs_, numeric_dtypes());
   add(without_gradient(unary_entry(
       "sign", [](const Tensor& x) { return x.sign(); }, sign_of, numeric_dtypes(), same)));
+  in_place_of("sign_", &Tensor::sign_, numeric_dtypes());
   add(unary_entry(
       "square", [](const Tensor& x) { return x.square(); }, [](double x) { return x * x; },
       numeric_dtypes(), same));
+  in_place_of("square_", &Tensor::square_, numeric_dtypes());
   add(unary_entry(
       "relu", [](const Tensor& x) { return x.relu(); }, [](double x) { return x > 0 ? x : 0.0; },
       numeric_dtypes(), same));
-  infos.back().inplace_variant = "relu_";
-  add(in_place_entry(infos.back(), "relu_", [](const Tensor& x) { x.relu_(); }));
+  in_place_of("relu_", &Tensor::relu_, numeric_dtypes());
+  // Rounding: integers pass through; the derivative is zero wherever it exists.
+  add(without_gradient(unary_entry(
+      "floor", [](const Tensor& x) { return x.floor(); }, [](double x) { return std::floor(x); },
+      numeric_dtypes(), same)));
+  in_place_of("floor_", &Tensor::floor_, numeric_dtypes());
+  add(without_gradient(unary_entry(
+      "ceil", [](const Tensor& x) { return x.ceil(); }, [](double x) { return std::ceil(x); },
+      numeric_dtypes(), same)));
+  in_place_of("ceil_", &Tensor::ceil_, numeric_dtypes());
+  // Half to even, in the default rounding mode; the samples include exact halves.
+  OpInfo round = without_gradient(unary_entry(
+      "round", [](const Tensor& x) { return x.round(); },
+      [](double x) { return std::nearbyint(x); }, numeric_dtypes(), same));
+  round.samples = [samples = round.samples](ScalarType dtype) {
+    std::vector<Sample> all = samples(dtype);
+    if (is_floating_point(dtype)) {
+      all.push_back({"halves", {from_values({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5}, {6}, dtype)}, {}});
+    }
+    return all;
+  };
+  add(std::move(round));
+  in_place_of("round_", &Tensor::round_, numeric_dtypes());
 
   // Floating math: Int64 and Bool inputs give Float32.
   auto math = [&](std::string name, UnaryFn op, double (*f)(double), double low = -2.0,
@@ -180,34 +228,49 @@ STRATA_OP_INFOS(elementwise_unary) {
   };
   math(
       "exp", [](const Tensor& x) { return x.exp(); }, [](double x) { return std::exp(x); });
+  floating_in_place_of("exp_", &Tensor::exp_);
   math(
       "expm1", [](const Tensor& x) { return x.expm1(); }, [](double x) { return std::expm1(x); });
+  floating_in_place_of("expm1_", &Tensor::expm1_);
   math(
       "log", [](const Tensor& x) { return x.log(); }, [](double x) { return std::log(x); }, 0.25,
       4.0);
+  floating_in_place_of("log_", &Tensor::log_);
   math(
       "log1p", [](const Tensor& x) { return x.log1p(); }, [](double x) { return std::log1p(x); },
       -0.75, 3.0);
+  floating_in_place_of("log1p_", &Tensor::log1p_);
   math(
       "sqrt", [](const Tensor& x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); }, 0.25,
       4.0);
+  floating_in_place_of("sqrt_", &Tensor::sqrt_);
   math(
       "rsqrt", [](const Tensor& x) { return x.rsqrt(); },
       [](double x) { return 1.0 / std::sqrt(x); }, 0.25, 4.0);
+  floating_in_place_of("rsqrt_", &Tensor::rsqrt_);
   math(
       "reciprocal", [](const Tensor& x) { return x.reciprocal(); },
       [](double x) { return 1.0 / x; }, 0.25, 4.0);
+  floating_in_place_of("reciprocal_", &Tensor::reciprocal_);
   math(
       "sin", [](const Tensor& x) { return x.sin(); }, [](double x) { return std::sin(x); }, -4.0,
       4.0);
+  floating_in_place_of("sin_", &Tensor::sin_);
   math(
       "cos", [](const Tensor& x) { return x.cos(); }, [](double x) { return std::cos(x); }, -4.0,
       4.0);
+  floating_in_place_of("cos_", &Tensor::cos_);
   math(
       "tanh", [](const Tensor& x) { return x.tanh(); }, [](double x) { return std::tanh(x); });
+  floating_in_place_of("tanh_", &Tensor::tanh_);
   math(
       "sigmoid", [](const Tensor& x) { return x.sigmoid(); },
       [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -6.0, 6.0);
+  floating_in_place_of("sigmoid_", &Tensor::sigmoid_);
+  math(
+      "silu", [](const Tensor& x) { return nn::silu(x); },
+      [](double x) { return x / (1.0 + std::exp(-x)); }, -6.0, 6.0);
+  floating_in_place_of("silu_", &Tensor::silu_);
   math(
       "gelu", [](const Tensor& x) { return x.gelu(); },
       [](double x) { return 0.5 * x * (1.0 + std::erf(x / sqrt2)); }, -4.0, 4.0);

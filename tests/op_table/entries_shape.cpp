@@ -302,6 +302,21 @@ std::vector<OpInfo> rearranging_entries() {
        {{3, 4}, L::Expanded, args_of({-2})}},
       [](const Tensor& x, const Stack& a) { return x.unsqueeze(a[0].to_int()); },
       [](const Tensor& x, const Stack& a) { return unsqueeze_reference(x, a[0].to_int()); }));
+  // The values of its input, as a constant to grad and jvp (tests/transforms/grad_test.cpp
+  // checks that no gradient or tangent flows through it).
+  OpInfo stop = view_entry(
+      "stop_gradient",
+      {{{}, L::Contiguous, {}},
+       {{3, 4}, L::Contiguous, {}},
+       {{3, 4}, L::Transposed, {}},
+       {{3, 4}, L::Sliced, {}},
+       {{3, 4}, L::Expanded, {}}},
+      [](const Tensor& x, const Stack&) { return stop_gradient(x); },
+      [](const Tensor& x, const Stack&) { return x.clone(); });
+  stop.differentiable = false;
+  stop.forward_ad = false;
+  stop.twice_differentiable = false;
+  infos.push_back(std::move(stop));
   const std::vector<ViewCase> squeeze_shapes{
       {{}, L::Contiguous, {}},        {{1}, L::Contiguous, {}},       {{7}, L::Contiguous, {}},
       {{1, 3, 1}, L::Contiguous, {}}, {{3, 1, 4}, L::Contiguous, {}}, {{0, 1}, L::Contiguous, {}},

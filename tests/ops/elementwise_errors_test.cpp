@@ -57,6 +57,13 @@ TEST(ElementwiseErrors, InPlaceResultMustCastToSelfsDtype) {
   // True division of integers is Float32, even for two Int64 tensors.
   expect_contains(error_message([&] { i.div_(i); }), {"strata::div_", "Float32", "Int64"});
   expect_contains(error_message([&] { i.clamp_(0.5); }), {"strata::clamp_", "Float32", "Int64"});
+  // Floating math cannot write into an integer or Bool self; integer math can.
+  expect_contains(error_message([&] { i.exp_(); }), {"strata::exp_", "Float32", "Int64"});
+  expect_contains(error_message([&] { i.sin_(); }), {"strata::sin_", "Float32", "Int64"});
+  expect_contains(error_message([&] { st::zeros({3}, st::kBool).tanh_(); }),
+                  {"strata::tanh_", "Float32", "Bool"});
+  expect_contains(error_message([&] { st::zeros({3}, st::kBool).neg_(); }),
+                  {"strata::neg_", "Bool"});
   const st::Tensor b = st::zeros({3}, st::kBool);
   expect_contains(error_message([&] { b.add_(i); }), {"strata::add_", "Int64", "Bool"});
   EXPECT_EQ(i.version(), version) << "a failed in-place op must not write";

@@ -123,4 +123,41 @@ TEST(ElementwiseSemantics, ExpandedInputsConvertOnlyTheirDistinctValues) {
   for (size_t i = 0; i < sum.size(); ++i) ASSERT_EQ(sum[i], static_cast<float>(i % 4 + 1) + 0.5f);
 }
 
+// Every in-place unary op writes its op's values into self (a strided view
+// included), returns self and bumps its version once.
+TEST(InPlaceUnary, WritesTheOpsValuesIntoAViewAndBumpsTheVersion) {
+  using Method = const st::Tensor& (st::Tensor::*)() const;
+  using Op = st::Tensor (st::Tensor::*)() const;
+  const std::pair<Method, Op> pairs[] = {{&st::Tensor::neg_, &st::Tensor::neg},
+                                         {&st::Tensor::abs_, &st::Tensor::abs},
+                                         {&st::Tensor::sign_, &st::Tensor::sign},
+                                         {&st::Tensor::square_, &st::Tensor::square},
+                                         {&st::Tensor::relu_, &st::Tensor::relu},
+                                         {&st::Tensor::exp_, &st::Tensor::exp},
+                                         {&st::Tensor::expm1_, &st::Tensor::expm1},
+                                         {&st::Tensor::log_, &st::Tensor::log},
+                                         {&st::Tensor::log1p_, &st::Tensor::log1p},
+                                         {&st::Tensor::sqrt_, &st::Tensor::sqrt},
+                                         {&st::Tensor::rsqrt_, &st::Tensor::rsqrt},
+                                         {&st::Tensor::sin_, &st::Tensor::sin},
+                                         {&st::Tensor::reciprocal_, &st::Tensor::reciprocal},
+                                         {&st::Tensor::cos_, &st::Tensor::cos},
+                                         {&st::Tensor::tanh_, &st::Tensor::tanh},
+                                         {&st::Tensor::sigmoid_, &st::Tensor::sigmoid},
+                                         {&st::Tensor::silu_, &st::Tensor::silu},
+                                         {&st::Tensor::floor_, &st::Tensor::floor},
+                                         {&st::Tensor::ceil_, &st::Tensor::ceil},
+                                         {&st::Tensor::round_, &st::Tensor::round}};
+  for (const auto& [in_place, op] : pairs) {
+    const st::Tensor base = st::arange(12).to(st::kFloat64).reshape({3, 4}) * 0.25 + 0.5;
+    const st::Tensor expected = (transposed(base).*op)();
+    const st::Tensor view = transposed(base);
+    const uint32_t version = view.version();
+    const st::Tensor& returned = (view.*in_place)();
+    EXPECT_EQ(returned.impl(), view.impl());
+    EXPECT_EQ(view.version(), version + 1);
+    EXPECT_EQ(view.to_vector<double>(), expected.to_vector<double>());
+  }
+}
+
 }  // namespace

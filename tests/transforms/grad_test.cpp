@@ -388,5 +388,84 @@ TEST(Grad, ThreadsHaveTheirOwnLayerStacks) {
   for (const Tensor& r : results) expect_same(r, expected);
 }
 
+// ---- NoGradGuard and stop_gradient (Note [No grad inside a transform]) ----
+
+// (x^3).sum() computed under the guard inside f is a constant to f's grad.
+Tensor guarded_cube_plus_square(const Tensor& x) {
+  Tensor cube;
+  {
+    NoGradGuard no_grad;
+    cube = (x * x * x).sum();
+  }
+  return (x * x).sum() + cube;
+}
+
+TEST(NoGrad, AGuardInsideTheFunctionStopsRecordingForItsGrad) {
+  Tensor x = tensor({-1.5, 0.5, 2.0}, {3});
+  expect_values(grad(&guarded_cube_plus_square)(x), {-3.0, 1.0, 4.0});
+  // The guard ended with its scope: later ops record again.
+  auto after = [](const Tensor& t) {
+    { NoGradGuard no_grad; }
+    return (t * t).sum();
+  };
+  expect_values(grad(after)(x), {-3.0, 1.0, 4.0});
+}
+
+TEST(NoGrad, AGuardOutsideATransformDoesNotDisableIt) {
+  Tensor x = tensor({-1.5, 0.5, 2.0}, {3});
+  NoGradGuard no_grad;
+  expect_values(grad([](const Tensor& t) { return (t * t * t).sum(); })(x), {6.75, 0.75, 12.0});
+  // Inside that grad a guard of its own still works.
+  expect_values(grad(&guarded_cube_plus_square)(x), {-3.0, 1.0, 4.0});
+}
+
+TEST(NoGrad, AGuardInsideAnInnerFunctionIsConstantToEveryGradAroundIt) {
+  Tensor x = tensor({-1.5, 0.5, 2.0}, {3});
+  // d/dx of the inner gradient 2x, summed: 2 — the guarded cube adds nothing at either level.
+  auto inner_grad_sum = [](const Tensor& t) { return grad(&guarded_cube_plus_square)(t).sum(); };
+  expect_values(grad(inner_grad_sum)(x), {2.0, 2.0, 2.0});
+}
+
+TEST(NoGrad, AGuardAroundAnInnerGradHidesItFromTheOuterOne) {
+  Tensor x = tensor({-1.5, 0.5, 2.0}, {3});
+  auto cube_sum = [](const Tensor& t) { return (t * t * t).sum(); };
+  auto outer = [&](const Tensor& t) {
+    Tensor g;
+    {
+      NoGradGuard no_grad;
+      g = grad(cube_sum)(t);  // a newer level: computed in full
+    }
+    expect_values(g, {6.75, 0.75, 12.0});
+    return t.sum() + g.sum();
+  };
+  expect_values(grad(outer)(x), {1.0, 1.0, 1.0});
+}
+
+TEST(StopGradient, IsAConstantToGradAndJvp) {
+  Tensor x = tensor({-1.5, 0.5, 2.0}, {3});
+  auto f = [](const Tensor& t) { return t * stop_gradient(t); };
+  // d(x * c)/dx = c, with c = x's value.
+  expect_values(grad([&](const Tensor& t) { return f(t).sum(); })(x), {-1.5, 0.5, 2.0});
+  Tensor v = tensor({1.0, 2.0, 3.0}, {3});
+  auto [y, ty] = jvp(f, std::tuple{x}, std::tuple{v});
+  expect_values(y, {2.25, 0.25, 4.0});
+  expect_values(ty, {-1.5, 1.0, 6.0});
+  // Every level: the second derivative of x^2 * c is 2c, not 6x.
+  auto first = [](const Tensor& t) {
+    return grad([](const Tensor& u) { return (u * u * stop_gradient(u)).sum(); })(t).sum();
+  };
+  expect_values(grad(first)(x), {-3.0, 1.0, 4.0});
+}
+
+TEST(StopGradient, SharesMemoryAndBatchesUnderVmap) {
+  Tensor x = tensor({1.0, 2.0}, {2});
+  Tensor c = stop_gradient(x);
+  EXPECT_EQ(c.data_ptr(), x.data_ptr());
+  Tensor xs = tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, {3, 2});
+  auto per_sample = vmap(grad([](const Tensor& t) { return (t * t * stop_gradient(t)).sum(); }));
+  // d(x^2 c)/dx = 2 x c = 2 x^2 per element.
+  expect_values(per_sample(xs), {2.0, 8.0, 18.0, 32.0, 50.0, 72.0});
+}
+
 }  // namespace
 }  // namespace strata

@@ -44,6 +44,34 @@ TEST(Trace, RecordsTheOpsOfASimpleFunction) {
   expect_replays(g, {(a.sin() * b).sum()}, g(a, b));
 }
 
+TEST(Trace, CommonSignaturesReplayAsTypedCalls) {
+  const auto f = [](const Tensor& a, const Tensor& b) {
+    return (a.sin() * b + b).sum({0}, false).softmax(0);
+  };
+  const Tensor x = tensor({0.5, -1.0, 2.0, 0.25, 1.5, -0.5}, {2, 3});
+  const Graph g = trace(f)(x, x);
+  ASSERT_FALSE(g.nodes().empty());
+  for (const GraphNode& node : g.nodes()) {
+    EXPECT_NE(node.typed, nullptr) << node.op.operator_name().to_string() << " replays boxed";
+  }
+  const Tensor a = tensor({1.0, 2.0, 3.0, -1.0, 0.0, 0.5}, {2, 3});
+  const Tensor b = tensor({-1.0, 0.5, 4.0, 2.0, 1.0, -3.0}, {2, 3});
+  expect_replays(g, {f(a, b)}, g(a, b));
+}
+
+TEST(Trace, TensorListArgumentsReplayBoxed) {
+  const auto f = [](const Tensor& a, const Tensor& b) { return cat({a.exp(), b}, 0); };
+  const Tensor x = tensor({0.5, -1.0}, {2});
+  const Graph g = trace(f)(x, x);
+  ASSERT_TRUE(has_op(g, "strata::cat")) << g.to_string();
+  for (const GraphNode& node : g.nodes()) {
+    if (node.op.operator_name().to_string() == "strata::cat") EXPECT_EQ(node.typed, nullptr);
+  }
+  const Tensor a = tensor({1.0, 2.0}, {2});
+  const Tensor b = tensor({-3.0, 0.25}, {2});
+  expect_replays(g, {f(a, b)}, g(a, b));
+}
+
 TEST(Trace, ReplaysGradVmapAndTheJacobiansOnNewInputs) {
   const Tensor x = tensor({0.3, -0.7, 1.1}, {3});
   const Tensor x2 = tensor({1.5, 0.2, -2.0}, {3});

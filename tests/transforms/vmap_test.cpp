@@ -293,3 +293,51 @@ TEST(VmapFallback, SwitchedOffItIsAnErrorNamingTheOp) {
 }
 
 }  // namespace
+
+// A mean over a sample's rows sends back an expanded (stride-0) gradient; the
+// product's batching rule must fold it into a GEMM without assuming a view exists.
+TEST(VmapCompose, PerSampleGradThroughAMeanPooledStackOfLinears) {
+  st::Generator gen(31);
+  const st::Tensor w1 = st::randn({32, 8}, gen, st::kFloat64);
+  const st::Tensor w2 = st::randn({4, 32}, gen, st::kFloat64);
+  const st::Tensor xs = st::randn({3, 5, 8}, gen, st::kFloat64);
+  auto loss = [](const st::Tensor& a, const st::Tensor& b, const st::Tensor& x) {
+    return st::nn::linear(st::nn::linear(x, a).tanh(), b).mean({0}).sum();
+  };
+  auto per_sample = st::vmap(st::grad<0, 1>(loss), {.in_dims = {st::none, st::none, 0}});
+  const auto [g1, g2] = per_sample(w1, w2, xs);
+  for (int64_t i = 0; i < 3; ++i) {
+    const auto [e1, e2] = st::grad<0, 1>(loss)(w1, w2, xs.select(0, i));
+    EXPECT_TRUE(st::testing::allclose(g1.select(0, i), e1));
+    EXPECT_TRUE(st::testing::allclose(g2.select(0, i), e2));
+  }
+}
+
+// The same with the gradient w.r.t. the input: the expanded gradient meets the
+// shared weight on the other side of the product.
+TEST(VmapCompose, PerSampleInputGradThroughAMeanPooledStackOfLinears) {
+  st::Generator gen(32);
+  const st::Tensor w1 = st::randn({32, 8}, gen, st::kFloat64);
+  const st::Tensor w2 = st::randn({4, 32}, gen, st::kFloat64);
+  const st::Tensor xs = st::randn({3, 5, 8}, gen, st::kFloat64);
+  auto loss = [&](const st::Tensor& x) {
+    return st::nn::linear(st::nn::linear(x, w1), w2).mean({0}).sum();
+  };
+  EXPECT_TRUE(st::testing::allclose(st::vmap(st::grad(loss))(xs), loop_over(st::grad(loss), xs)));
+}
+
+// Batches whose samples repeat a row (stride 0) meet a shared matrix on either side
+// of mm, and of matmul's stack-of-matrices path.
+TEST(VmapProduct, ExpandedSamplesAgainstASharedMatrix) {
+  st::Generator gen(33);
+  const st::Tensor rows = st::randn({3, 1, 4}, gen, st::kFloat64).expand({3, 5, 4});
+  const st::Tensor w = st::randn({4, 6}, gen, st::kFloat64);
+  const st::Tensor v = st::randn({6, 5}, gen, st::kFloat64);
+  auto left = [&](const st::Tensor& x) { return st::mm(x, w); };
+  auto right = [&](const st::Tensor& x) { return st::mm(v, x); };
+  EXPECT_TRUE(st::testing::allclose(st::vmap(left)(rows), loop_over(left, rows)));
+  EXPECT_TRUE(st::testing::allclose(st::vmap(right)(rows), loop_over(right, rows)));
+  const st::Tensor stacks = st::randn({2, 1, 1, 4}, gen, st::kFloat64).expand({2, 3, 5, 4});
+  auto stacked = [&](const st::Tensor& x) { return st::matmul(x, w); };
+  EXPECT_TRUE(st::testing::allclose(st::vmap(stacked)(stacks), loop_over(stacked, stacks)));
+}

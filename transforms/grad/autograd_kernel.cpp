@@ -4,6 +4,7 @@
 #include "tensor/error.h"
 #include "transforms/grad/formula_node.h"
 #include "transforms/grad/grad_interpreter.h"
+#include "transforms/grad/no_grad.h"
 #include "transforms/jvp/forward_call.h"
 #include "transforms/tensor_wrapper.h"
 #include "transforms/grad/view_write_node.h"
@@ -48,7 +49,10 @@ bool requires_grad_at(const Tensor& t, int64_t level) {
 
 // Whether the call has anything to record: checked before any bookkeeping, since
 // most calls under grad involve only constants (factories, indices, masks).
+// Under a NoGradGuard made inside this level's function nothing is recorded
+// (Note [No grad inside a transform]).
 bool any_input_requires_grad(const Stack& stack, size_t first, int64_t level) {
+  if (level <= no_grad_through_level()) return false;
   return any_tensor_argument(stack, first,
                              [level](const Tensor& t) { return requires_grad_at(t, level); });
 }
@@ -164,15 +168,6 @@ void collect_outputs(const Stack& stack, size_t first, uint32_t saved_outputs, i
   }
 }
 
-// Marks the outputs of a view op at this level as views.
-void mark_views(const Stack& stack, size_t first, int64_t level) {
-  for (size_t i = first; i < stack.size(); ++i) {
-    if (!stack[i].is_tensor()) continue;
-    TensorWrapper* w = wrapper_at_level(stack[i].to_tensor(), level);
-    if (w != nullptr) w->autograd().is_view = true;
-  }
-}
-
 // The Autograd kernel of an op with a Derivative: runs the op and, when an input
 // requires grad at this level, records a FormulaNode as its outputs' grad_fn.
 
@@ -187,9 +182,6 @@ void record(const OperatorHandle& op, const Derivative& derivative, int64_t leve
   }
   if (!tracked) {
     call_below_wrapper_level(op, stack, level);
-    // An untracked view is still a view: an in-place op that later writes a
-    // tracked value into it must raise, not leave its base without history.
-    if (op.entry().returns_view()) mark_views(stack, first, level);
     return;
   }
   auto node = make_intrusive<FormulaNode>(op, derivative, level);
