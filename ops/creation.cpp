@@ -289,9 +289,10 @@ OpDef like_factory(const char* schema, Kernel all_backends, ShapeFn shape) {
 }
 
 const OpFamily kCreationOps("creation", {
-    kernel_factory("empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-                   &empty_cpu, &FactoryBackendSelect<kEmpty, kNoOverload, FactorySig>::kernel,
-                   &factory_shape),
+    on_every_backend(kernel_factory(
+        "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        &empty_cpu, &FactoryBackendSelect<kEmpty, kNoOverload, FactorySig>::kernel,
+        &factory_shape)),
     filled_factory("zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
                    &zeros_composite, &factory_shape),
     filled_factory("ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",

@@ -7,6 +7,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/elementwise_map.h"
 #include "ops/elementwise_backward.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/elementwise_util.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -65,12 +66,15 @@ ScalarType arithmetic_dtype(BinaryOp op, const Tensor& a, const Tensor& b, const
   return promoted;
 }
 
+// The op functions below serve every backend (registered as both cpu and cuda):
+// on_device (ops/elementwise_kernels.h) calls the kernel of the output's device.
 Tensor arithmetic(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const char* name = op_name(op);
   const ScalarType dtype = arithmetic_dtype(op, a, b, alpha, name);
   Tensor out =
-      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype, a.device(), name);
-  cpu::binary_kernel(op, out, InDtype(a, dtype), InDtype(b, dtype), alpha);
+      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype,
+                        on_device::result_device(a, b), name);
+  on_device::binary_kernel(op, out, InDtype(a, dtype), InDtype(b, dtype), alpha);
   return out;
 }
 
@@ -82,7 +86,7 @@ const Tensor& arithmetic_in_place(BinaryOp op, const Tensor& self, const Tensor&
   elementwise::check_in_place(self, dtype, broadcast_shapes(self.sizes(), other.sizes(), name),
                               name);
   check_no_partial_overlap(self, other, name);
-  cpu::binary_kernel(op, self, self, InDtype(other, self.dtype()), alpha);
+  on_device::binary_kernel(op, self, self, InDtype(other, self.dtype()), alpha);
   self.impl()->bump_version();
   return self;
 }
@@ -109,9 +113,14 @@ Tensor atan2_cpu(const Tensor& a, const Tensor& b) {
   const char* name = "strata::atan2";
   const ScalarType dtype = elementwise::floating_dtype(result_type(a, b));
   Tensor out =
-      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype, a.device(), name);
-  cpu::binary_floating_map(out, InDtype(a, dtype), InDtype(b, dtype), name,
-                           [](auto y, auto x) { return std::atan2(y, x); });
+      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), dtype,
+                        on_device::result_device(a, b), name);
+  if (out.device().is_cuda()) {
+    gpu::atan2_kernel(out, InDtype(a, dtype), InDtype(b, dtype));
+  } else {
+    cpu::binary_floating_map(out, InDtype(a, dtype), InDtype(b, dtype), name,
+                             [](auto y, auto x) { return std::atan2(y, x); });
+  }
   return out;
 }
 
@@ -263,72 +272,84 @@ constexpr FlopFn kOnePerElement = &flops::per_output_element<1>;
 const OpFamily kBinaryOps("elementwise_binary", {
     {.schema = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
      .cpu = &arithmetic_alpha_cpu<BinaryOp::Add>,
+     .cuda = &arithmetic_alpha_cpu<BinaryOp::Add>,
      .derivative = by_partials<AddPartials<1>>(0),
      .batching = kBinaryRule<&strata::add>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
      .cpu = &in_place_alpha_cpu<BinaryOp::Add>,
+     .cuda = &in_place_alpha_cpu<BinaryOp::Add>,
      .derivative = by_partials<AddPartials<1>>(0),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,
      .flops = kOnePerElement},
     {.schema = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
      .cpu = &arithmetic_alpha_cpu<BinaryOp::Sub>,
+     .cuda = &arithmetic_alpha_cpu<BinaryOp::Sub>,
      .derivative = by_partials<AddPartials<-1>>(0),
      .batching = kBinaryRule<&strata::sub>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
      .cpu = &in_place_alpha_cpu<BinaryOp::Sub>,
+     .cuda = &in_place_alpha_cpu<BinaryOp::Sub>,
      .derivative = by_partials<AddPartials<-1>>(0),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,
      .flops = kOnePerElement},
     {.schema = "mul.Tensor(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Mul>,
+     .cuda = &arithmetic_cpu<BinaryOp::Mul>,
      .derivative = mul_derivative(),
      .batching = kBinaryRule<&strata::mul>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
      .cpu = &in_place_cpu<BinaryOp::Mul>,
+     .cuda = &in_place_cpu<BinaryOp::Mul>,
      .derivative = mul_derivative(),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,
      .flops = kOnePerElement},
     {.schema = "div.Tensor(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Div>,
+     .cuda = &arithmetic_cpu<BinaryOp::Div>,
      .derivative = by_partials<DivPartials>(args(1), args(0)),
      .batching = kBinaryRule<&strata::div>,
      .shape = &shape::pointwise_floating,
      .flops = kOnePerElement},
     {.schema = "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
      .cpu = &in_place_cpu<BinaryOp::Div>,
+     .cuda = &in_place_cpu<BinaryOp::Div>,
      .derivative = by_partials<DivPartials>(args(1), args(0)),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,
      .flops = kOnePerElement},
     {.schema = "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Pow>,
+     .cuda = &arithmetic_cpu<BinaryOp::Pow>,
      .derivative = by_partials<PowPartials>(args(0, 1), args(0)),
      .batching = kBinaryRule<static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&strata::pow)>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "atan2(Tensor self, Tensor other) -> Tensor",
      .cpu = &atan2_cpu,
+     .cuda = &atan2_cpu,
      .derivative = by_partials<Atan2Partials>(args(0, 1)),
      .batching = kBinaryMethodRule<&Tensor::atan2>,
      .shape = &shape::pointwise_floating,
      .flops = kOnePerElement},
     {.schema = "maximum(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Maximum>,
+     .cuda = &arithmetic_cpu<BinaryOp::Maximum>,
      .derivative = by_partials<SelectPartials<true>>(args(0, 1)),
      .batching = kBinaryRule<&strata::maximum>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
     {.schema = "minimum(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Minimum>,
+     .cuda = &arithmetic_cpu<BinaryOp::Minimum>,
      .derivative = by_partials<SelectPartials<false>>(args(0, 1)),
      .batching = kBinaryRule<&strata::minimum>,
      .shape = &shape::pointwise,

@@ -3,6 +3,7 @@
 // type promotion; C++ numbers take part as wrapped numbers.
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/elementwise_util.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -41,8 +42,9 @@ Tensor compare_cpu(const Tensor& a, const Tensor& b) {
   const char* name = op_name(kOp);
   const ScalarType dtype = result_type(a, b);
   Tensor out =
-      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), kBool, a.device(), name);
-  cpu::compare_kernel(kOp, out, InDtype(a, dtype), InDtype(b, dtype));
+      make_empty_tensor(broadcast_shapes(a.sizes(), b.sizes(), name), kBool,
+                        on_device::result_device(a, b), name);
+  on_device::compare_kernel(kOp, out, InDtype(a, dtype), InDtype(b, dtype));
   return out;
 }
 
@@ -62,8 +64,9 @@ MetaList where_shape(OpArgs args) {
 
 Tensor where_cpu(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const TensorMeta meta = where_meta(condition, a, b);
-  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, a.device(), "strata::where");
-  cpu::where_kernel(out, condition, InDtype(a, meta.dtype), InDtype(b, meta.dtype));
+  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, on_device::result_device(condition, a, b),
+                                 "strata::where");
+  on_device::where_kernel(out, condition, InDtype(a, meta.dtype), InDtype(b, meta.dtype));
   return out;
 }
 
@@ -92,7 +95,8 @@ void where_forward(ForwardContext& c) {
 // batching rule is the unboxed pointwise one; where's (three tensors) the boxed one.
 OpDef comparison(const char* schema, Kernel cpu, Kernel batching) {
   return {.schema = schema,
-          .cpu = std::move(cpu),
+          .cpu = cpu,
+          .cuda = std::move(cpu),
           .derivative = {autograd::non_differentiable(), "not differentiable: Bool output"},
           .batching = std::move(batching),
           .shape = &shape::pointwise_bool,
@@ -118,6 +122,7 @@ const OpFamily kCompareOps("elementwise_compare", {
                &compare_cpu<CompareOp::LogicalOr>, kBinaryMethodRule<&Tensor::logical_or>),
     {.schema = "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
      .cpu = &where_cpu,
+     .cuda = &where_cpu,
      .derivative = autograd::derivative(
          {.backward = &where_backward, .forward = &where_forward, .saved_inputs = args(0)}),
      .batching = batching::pointwise_batch_rule(),

@@ -14,6 +14,7 @@
 
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/elementwise_backward.h"
 #include "ops/elementwise_util.h"
 #include "ops/op_facets.h"
@@ -64,7 +65,7 @@ Tensor addcmul_cpu(const Tensor& self, const Tensor& a, const Tensor& b, const S
   const TensorMeta meta = addcmul_meta({self, a, b}, value);
   const ScalarType dtype = meta.dtype;
   Tensor out = new_output(meta, self, kAddcmul);
-  cpu::addcmul_kernel(out, InDtype(self, dtype), InDtype(a, dtype), InDtype(b, dtype), value);
+  on_device::addcmul_kernel(out, InDtype(self, dtype), InDtype(a, dtype), InDtype(b, dtype), value);
   return out;
 }
 
@@ -72,8 +73,8 @@ Tensor mul_add_cpu(const Tensor& a, const Tensor& b, const Tensor& c, const Tens
   const TensorMeta meta = fused_meta({a, b, c, d}, kMulAdd);
   const ScalarType dtype = meta.dtype;
   Tensor out = new_output(meta, a, kMulAdd);
-  cpu::mul_add_kernel(out, InDtype(a, dtype), InDtype(b, dtype), InDtype(c, dtype),
-                      InDtype(d, dtype));
+  on_device::mul_add_kernel(out, InDtype(a, dtype), InDtype(b, dtype), InDtype(c, dtype),
+                            InDtype(d, dtype));
   return out;
 }
 
@@ -85,7 +86,7 @@ Tensor relu_backward_cpu(const Tensor& grad, const Tensor& output) {
   const TensorMeta meta = fused_meta({grad, output}, kReluBackward);
   const ScalarType dtype = meta.dtype;
   Tensor out = new_output(meta, grad, kReluBackward);
-  cpu::relu_backward_kernel(out, InDtype(grad, dtype), InDtype(output, dtype));
+  on_device::relu_backward_kernel(out, InDtype(grad, dtype), InDtype(output, dtype));
   return out;
 }
 
@@ -208,6 +209,7 @@ const OpFamily kFusedOps("elementwise_fused", {
     // once with it.
     {.schema = "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
      .cpu = &addcmul_cpu,
+     .cuda = &addcmul_cpu,
      .derivative = autograd::derivative({.backward = &addcmul_backward,
                                          .forward = &addcmul_forward,
                                          .saved_inputs = args(1, 2)}),
@@ -217,6 +219,7 @@ const OpFamily kFusedOps("elementwise_fused", {
     // A product and a multiply-add per element.
     {.schema = "mul_add(Tensor a, Tensor b, Tensor c, Tensor d) -> Tensor",
      .cpu = &mul_add_cpu,
+     .cuda = &mul_add_cpu,
      .derivative = autograd::derivative({.backward = &mul_add_backward,
                                          .forward = &mul_add_forward,
                                          .saved_inputs = args(0, 1, 2, 3)}),
@@ -226,6 +229,7 @@ const OpFamily kFusedOps("elementwise_fused", {
     // One comparison and select per element.
     {.schema = "relu_backward(Tensor grad, Tensor output) -> Tensor",
      .cpu = &relu_backward_cpu,
+     .cuda = &relu_backward_cpu,
      .derivative = autograd::derivative({.backward = &relu_backward_backward,
                                          .forward = &relu_backward_forward,
                                          .saved_inputs = args(1)}),

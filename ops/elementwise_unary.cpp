@@ -9,6 +9,7 @@
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/elementwise_backward.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/elementwise_unary_internal.h"
 #include "ops/elementwise_util.h"
 #include "ops/op_facets.h"
@@ -77,14 +78,14 @@ ScalarType numeric_dtype(const Tensor& self) {
 template <UnaryOp kOp>
 Tensor numeric_cpu(const Tensor& self) {
   Tensor out = new_output(self, numeric_dtype<kOp>(self), op_name(kOp));
-  cpu::unary_kernel(kOp, out, self);
+  on_device::unary_kernel(kOp, out, self);
   return out;
 }
 
 Tensor floating(UnaryOp op, const Tensor& self) {
   const ScalarType dtype = elementwise::floating_dtype(self.dtype());
   Tensor out = new_output(self, dtype, op_name(op));
-  cpu::unary_kernel(op, out, InDtype(self, dtype));
+  on_device::unary_kernel(op, out, InDtype(self, dtype));
   return out;
 }
 
@@ -107,13 +108,13 @@ Tensor gelu_cpu(const Tensor& self, std::string_view approximate) {
 Tensor softplus_cpu(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
   const ScalarType dtype = elementwise::floating_dtype(self.dtype());
   Tensor out = new_output(self, dtype, "strata::softplus");
-  cpu::softplus_kernel(out, InDtype(self, dtype), beta, threshold);
+  on_device::softplus_kernel(out, InDtype(self, dtype), beta, threshold);
   return out;
 }
 
 Tensor logical_not_cpu(const Tensor& self) {
   Tensor out = new_output(self, kBool, "strata::logical_not");
-  cpu::unary_kernel(UnaryOp::LogicalNot, out, self);
+  on_device::unary_kernel(UnaryOp::LogicalNot, out, self);
   return out;
 }
 
@@ -130,7 +131,7 @@ ScalarType pow_scalar_dtype(const Tensor& self, const Scalar& exponent) {
 Tensor pow_scalar_cpu(const Tensor& self, const Scalar& exponent) {
   const ScalarType dtype = pow_scalar_dtype(self, exponent);
   Tensor out = new_output(self, dtype, "strata::pow");
-  cpu::pow_scalar_kernel(out, InDtype(self, dtype), exponent);
+  on_device::pow_scalar_kernel(out, InDtype(self, dtype), exponent);
   return out;
 }
 
@@ -149,7 +150,7 @@ Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min,
                  const std::optional<Scalar>& max) {
   const ScalarType dtype = clamp_dtype(self, min, max, "strata::clamp");
   Tensor out = new_output(self, dtype, "strata::clamp");
-  cpu::clamp_kernel(out, InDtype(self, dtype), min, max);
+  on_device::clamp_kernel(out, InDtype(self, dtype), min, max);
   return out;
 }
 
@@ -157,7 +158,7 @@ const Tensor& clamp__cpu(const Tensor& self, const std::optional<Scalar>& min,
                          const std::optional<Scalar>& max) {
   const ScalarType dtype = clamp_dtype(self, min, max, "strata::clamp_");
   elementwise::check_in_place(self, dtype, self.sizes(), "strata::clamp_");
-  cpu::clamp_kernel(self, self, min, max);
+  on_device::clamp_kernel(self, self, min, max);
   self.impl()->bump_version();
   return self;
 }
@@ -223,13 +224,14 @@ OpDef pointwise(const char* schema, Kernel cpu, Facet<Kernel> derivative, Kernel
 }
 template <UnaryOp kOp>
 OpDef numeric(const char* schema, Kernel batching) {
-  return pointwise(schema, &numeric_cpu<kOp>, elementwise::unary_derivative(kOp),
-                   std::move(batching), &numeric_shape<kOp>);
+  return on_every_backend(pointwise(schema, &numeric_cpu<kOp>, elementwise::unary_derivative(kOp),
+                                    std::move(batching), &numeric_shape<kOp>));
 }
 template <UnaryOp kOp>
 OpDef floating_math(const char* schema, Kernel batching) {
-  return pointwise(schema, &floating_cpu<kOp>, elementwise::unary_derivative(kOp),
-                   std::move(batching), &shape::pointwise_floating);
+  return on_every_backend(pointwise(schema, &floating_cpu<kOp>,
+                                    elementwise::unary_derivative(kOp), std::move(batching),
+                                    &shape::pointwise_floating));
 }
 
 const OpFamily kUnaryOps("elementwise_unary", {
@@ -255,23 +257,24 @@ const OpFamily kUnaryOps("elementwise_unary", {
     floating_math<UnaryOp::Sigmoid>("sigmoid(Tensor self) -> Tensor",
                                     kMethodRule<&Tensor::sigmoid>),
     floating_math<UnaryOp::Silu>("silu(Tensor self) -> Tensor", kMethodRule<&Tensor::silu>),
-    pointwise("gelu(Tensor self, *, str approximate='none') -> Tensor", &gelu_cpu,
-              elementwise::unary_derivative(UnaryOp::Gelu), kRule<&gelu_op>, &gelu_shape),
-    pointwise("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+    on_every_backend(pointwise("gelu(Tensor self, *, str approximate='none') -> Tensor", &gelu_cpu,
+              elementwise::unary_derivative(UnaryOp::Gelu), kRule<&gelu_op>, &gelu_shape)),
+    on_every_backend(pointwise("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
               &softplus_cpu, elementwise::softplus_derivative(), kMethodRule<&Tensor::softplus>,
-              &shape::pointwise_floating),
-    pointwise("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", &pow_scalar_cpu,
+              &shape::pointwise_floating)),
+    on_every_backend(pointwise("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", &pow_scalar_cpu,
               elementwise::pow_scalar_derivative(),
               kRule<static_cast<Tensor (*)(const Tensor&, const Scalar&)>(&strata::pow)>,
-              &pow_scalar_shape),
-    pointwise("logical_not(Tensor self) -> Tensor", &logical_not_cpu,
+              &pow_scalar_shape)),
+    on_every_backend(pointwise("logical_not(Tensor self) -> Tensor", &logical_not_cpu,
               elementwise::unary_derivative(UnaryOp::LogicalNot),
-              kMethodRule<&Tensor::logical_not>, &shape::pointwise_bool),
-    pointwise("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", &clamp_cpu,
-              elementwise::clamp_derivative(), kRule<&clamp_op>, &clamp_shape),
+              kMethodRule<&Tensor::logical_not>, &shape::pointwise_bool)),
+    on_every_backend(pointwise("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", &clamp_cpu,
+              elementwise::clamp_derivative(), kRule<&clamp_op>, &clamp_shape)),
     // The in-place clamp_ writes into its batched self through the boxed rule.
     {.schema = "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
      .cpu = &clamp__cpu,
+     .cuda = &clamp__cpu,
      .derivative = elementwise::clamp_derivative(),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,

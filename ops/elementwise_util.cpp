@@ -3,6 +3,7 @@
 #include "dispatcher/dispatch_mode.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/elementwise.h"
+#include "ops/elementwise_kernels.h"
 #include "tensor/error.h"
 #include "tensor/overlap.h"
 #include "tensor/shape_inference.h"
@@ -20,13 +21,13 @@ Tensor converted_copy(const Tensor& t, ScalarType dtype) {
   }
   if (!broadcast) {
     Tensor converted = make_empty_tensor(t.sizes(), dtype, t.device(), "strata::to");
-    cpu::copy_kernel(converted, t);
+    on_device::copy_kernel(converted, t);
     return converted;
   }
   const Tensor distinct(make_intrusive<TensorImpl>(t.impl()->storage(), t.dtype(), compact_sizes,
                                                    t.strides(), t.storage_offset()));
   Tensor converted = make_empty_tensor(compact_sizes, dtype, t.device(), "strata::to");
-  cpu::copy_kernel(converted, distinct);
+  on_device::copy_kernel(converted, distinct);
   DimVector strides(converted.strides());
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (compact_sizes[d] != t.sizes()[d]) strides[d] = 0;
@@ -74,3 +75,11 @@ void check_not_bool(ScalarType dtype, const char* op) {
 }
 
 }  // namespace strata::elementwise
+
+namespace strata::on_device {
+
+void throw_mixed_devices(const char* op, Device out, Device input) {
+  STRATA_FAIL(op, "expected all tensors on one device, got ", out, " and ", input);
+}
+
+}  // namespace strata::on_device

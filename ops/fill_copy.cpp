@@ -1,7 +1,7 @@
 // Writing into an existing tensor (fill_, zero_, copy_) and copying into a new one
 // (clone, to, contiguous).
 #include "dispatcher/op_def.h"
-#include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -17,25 +17,31 @@ namespace {
 const Tensor& fill__cpu(const Tensor& self, const Scalar& value) {
   STRATA_CHECK(is_floating_point(self.dtype()) || !value.is_floating_point(), "strata::fill_",
                "cannot fill a ", self.dtype(), " tensor with the floating-point value ", value);
-  cpu::fill_kernel(self, value);
+  on_device::fill_kernel(self, value);
   self.impl()->bump_version();
   return self;
 }
 
 const Tensor& zero__composite(const Tensor& self) { return self.fill_(0); }
 
-const Tensor& copy__cpu(const Tensor& self, const Tensor& src, bool /*non_blocking*/) {
-  STRATA_CHECK(src.device() == self.device(), "strata::copy_", "cannot copy a tensor on ",
-               src.device(), " into one on ", self.device(), " with the CPU kernel");
+// On the GPU key either side may be on a GPU: the CUDA copy moves values between
+// the host and the device.
+const Tensor& copy__any(const Tensor& self, const Tensor& src, bool /*non_blocking*/) {
   DimVector shape = broadcast_shapes(self.sizes(), src.sizes(), "strata::copy_");
   STRATA_CHECK(IntArrayRef(shape) == self.sizes(), "strata::copy_", "source of shape ",
                shape_string(src.sizes()), " cannot be broadcast to the destination's shape ",
                shape_string(self.sizes()));
   check_no_internal_overlap(self, "strata::copy_");
   check_no_partial_overlap(self, src, "strata::copy_");
-  cpu::copy_kernel(self, src);
+  on_device::copy_kernel(self, src);
   self.impl()->bump_version();
   return self;
+}
+
+const Tensor& copy__cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
+  STRATA_CHECK(src.device() == self.device(), "strata::copy_", "cannot copy a tensor on ",
+               src.device(), " into one on ", self.device(), " with the CPU kernel");
+  return copy__any(self, src, non_blocking);
 }
 
 // A contiguous copy, through empty and copy_, so it works on every backend.
@@ -49,6 +55,15 @@ Tensor clone_composite(const Tensor& self) {
 Tensor to_dtype_composite(const Tensor& self, ScalarType dtype) {
   if (self.dtype() == dtype) return self;
   Tensor out = empty_like(self, dtype);
+  out.copy_(self);
+  return out;
+}
+
+// A copy on `device` (the tensor itself if it is there already), through empty and
+// copy_, whose CUDA kernel moves the values.
+Tensor to_device_composite(const Tensor& self, Device device) {
+  if (self.device() == device) return self;
+  Tensor out = empty(self.sizes(), self.dtype(), device);
   out.copy_(self);
   return out;
 }
@@ -122,6 +137,7 @@ void copy_batched(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
 const OpFamily kFillCopyOps("fill_copy", {
     {.schema = "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
      .cpu = &fill__cpu,
+     .cuda = &fill__cpu,
      .derivative = derivative({.backward = &overwrite_backward, .forward = &overwrite_forward}),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,
@@ -129,6 +145,7 @@ const OpFamily kFillCopyOps("fill_copy", {
     {.schema = "zero_(Tensor(a!) self) -> Tensor(a!)", .decomposition = &zero__composite},
     {.schema = "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
      .cpu = &copy__cpu,
+     .cuda = &copy__any,
      .derivative = pass_through<1>(),
      .batching = KernelFunction::from_boxed(&copy_batched),
      .shape = &shape::same_as_self,
@@ -141,6 +158,8 @@ const OpFamily kFillCopyOps("fill_copy", {
      .flops = &flops::zero},
     {.schema = "to.dtype(Tensor self, ScalarType dtype) -> Tensor",
      .decomposition = &to_dtype_composite},
+    {.schema = "to.device(Tensor self, Device device) -> Tensor",
+     .decomposition = &to_device_composite},
     {.schema = "contiguous(Tensor self) -> Tensor", .decomposition = &contiguous_composite},
 });
 
@@ -173,6 +192,10 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::to(ScalarType dtype) const {
   return STRATA_OP("strata::to", "dtype", Tensor(const Tensor&, ScalarType)).call(*this, dtype);
+}
+
+Tensor Tensor::to(Device device) const {
+  return STRATA_OP("strata::to", "device", Tensor(const Tensor&, Device)).call(*this, device);
 }
 
 Tensor Tensor::contiguous() const {

@@ -10,6 +10,8 @@
 
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/linalg.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/elementwise_util.h"
 #include "ops/linalg_views.h"
 #include "ops/op_facets.h"
@@ -72,10 +74,19 @@ TensorMeta mm_result(const Tensor& a, const Tensor& b) {
   return {{a.sizes()[0], b.sizes()[1]}, a.dtype()};
 }
 
+// mm, bmm and addmm serve every backend (registered as cpu and cuda): the
+// product runs on the output's device.
+void mm_on_device(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& beta,
+                  const Scalar& alpha) {
+  if (out.device().is_cuda()) return gpu::mm_kernel(out, a, b, beta, alpha);
+  on_device::check_host_inputs("strata::mm", out, a, b);
+  cpu::mm_kernel(out, a, b, beta, alpha);
+}
+
 Tensor mm_cpu(const Tensor& a, const Tensor& b) {
   const TensorMeta result = mm_result(a, b);
   Tensor out = make_empty_tensor(result.sizes, result.dtype, a.device(), "strata::mm");
-  cpu::mm_kernel(out, a, b, 0, 1);
+  mm_on_device(out, a, b, 0, 1);
   return out;
 }
 
@@ -95,7 +106,12 @@ TensorMeta bmm_result(const Tensor& a, const Tensor& b) {
 Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
   const TensorMeta result = bmm_result(a, b);
   Tensor out = make_empty_tensor(result.sizes, result.dtype, a.device(), "strata::bmm");
-  cpu::bmm_kernel(out, a, b);
+  if (out.device().is_cuda()) {
+    gpu::bmm_kernel(out, a, b);
+  } else {
+    on_device::check_host_inputs("strata::bmm", out, a, b);
+    cpu::bmm_kernel(out, a, b);
+  }
   return out;
 }
 
@@ -122,8 +138,8 @@ Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, con
   Tensor out = make_empty_tensor(shape, mat1.dtype(), mat1.device(), "strata::addmm");
   // beta == 0 ignores self entirely (NaNs in it do not propagate), as in BLAS.
   const bool reads_self = beta.to_double() != 0.0;
-  if (reads_self) cpu::copy_kernel(out, self);
-  cpu::mm_kernel(out, mat1, mat2, reads_self ? beta : Scalar(0), alpha);
+  if (reads_self) on_device::copy_kernel(out, self);
+  mm_on_device(out, mat1, mat2, reads_self ? beta : Scalar(0), alpha);
   return out;
 }
 
@@ -415,6 +431,7 @@ int64_t addmm_flops(OpArgs args, const MetaList& outputs) {
 const OpFamily kLinalgOps("linalg", {
     {.schema = "mm(Tensor self, Tensor mat2) -> Tensor",
      .cpu = &mm_cpu,
+     .cuda = &mm_cpu,
      .derivative = derivative({.backward = &mm_backward,
                                .forward = &product_forward<&mm>,
                                .saved_inputs = args(0, 1)}),
@@ -423,6 +440,7 @@ const OpFamily kLinalgOps("linalg", {
      .flops = &product_flops<0>},
     {.schema = "bmm(Tensor self, Tensor mat2) -> Tensor",
      .cpu = &bmm_cpu,
+     .cuda = &bmm_cpu,
      .derivative = derivative({.backward = &bmm_backward,
                                .forward = &product_forward<&bmm>,
                                .saved_inputs = args(0, 1)}),
@@ -432,6 +450,7 @@ const OpFamily kLinalgOps("linalg", {
     {.schema =
          "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
      .cpu = &addmm_cpu,
+     .cuda = &addmm_cpu,
      .decomposition = &addmm_composite,
      .derivative = derivative(
          {.backward = &addmm_backward, .forward = &addmm_forward, .saved_inputs = args(1, 2)}),

@@ -6,6 +6,8 @@
 
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cuda/linalg.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/linalg.h"
 #include "ops/linalg_views.h"
 #include "ops/nn_common.h"
@@ -73,6 +75,21 @@ Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional
   const std::optional<Tensor> bias_data = contiguous(bias);
   cpu::linear_kernel(out, contiguous(input), contiguous(weight), bias_data ? &*bias_data : nullptr,
                      rows);
+  return out;
+}
+
+// On the GPU: one cuBLAS product, out = input [rows, in] @ weight^T, with the
+// bias broadcast into out first (beta = 1) when there is one.
+Tensor linear_cuda(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  check_linear_arguments(input, weight, bias);
+  const int64_t out_features = weight.sizes()[0];
+  Tensor out = make_empty_tensor(linear_sizes(input, weight), input.dtype(), input.device(),
+                                 "strata::linear");
+  const int64_t rows = out_features == 0 ? 0 : out.numel() / out_features;
+  const Tensor flat_input = contiguous(input).view({rows, weight.sizes()[1]});
+  const Tensor flat_out = out.view({rows, out_features});
+  if (bias) on_device::copy_kernel(flat_out, *bias);
+  gpu::mm_kernel(flat_out, flat_input, weight.t(), bias ? 1 : 0, 1);
   return out;
 }
 
@@ -415,6 +432,7 @@ int64_t layer_norm_flops(OpArgs args, const MetaList& outputs) {
 const OpFamily kNnMiscOps("nn_misc", {
     {.schema = "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
      .cpu = &linear_cpu,
+     .cuda = &linear_cuda,
      .decomposition = &linear_composite,
      .derivative = derivative(
          {.backward = &linear_backward, .forward = &linear_forward, .saved_inputs = args(0, 1)}),

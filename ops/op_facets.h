@@ -41,3 +41,15 @@ int64_t per_output_element(OpArgs, const MetaList& outputs) {
 int64_t zero(OpArgs args, const MetaList& outputs);
 
 }  // namespace strata::flops
+
+namespace strata {
+
+// A row whose cpu kernel serves every backend (it allocates on its inputs' device
+// and calls the kernel of that device, as ops/elementwise_kernels.h's do): the
+// same function registered at CPU and CUDA.
+inline OpDef on_every_backend(OpDef row) {
+  row.cuda = row.cpu;
+  return row;
+}
+
+}  // namespace strata

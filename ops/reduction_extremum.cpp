@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dispatcher/op_def.h"
+#include "kernels/cuda/reduction.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "ops/reduction_common.h"
@@ -122,18 +123,21 @@ using ExtremumDimMethod = std::tuple<Tensor, Tensor> (Tensor::*)(int64_t, bool) 
 const OpFamily kExtremumOps("reduction_extremum", {
     {.schema = "amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
      .cpu = &extremum_cpu<&cpu::amax_kernel, kAmax>,
+     .cuda = &extremum_cpu<&gpu::amax_kernel, kAmax>,
      .derivative = reduction_derivative<Extremum<false>>(kSelf, kResult),
      .batching = kRule<&Tensor::amax, kAmax>,
      .shape = &planned_shape<&plan_extremum<kAmax>>,
      .flops = kOnePerInputElement},
     {.schema = "amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
      .cpu = &extremum_cpu<&cpu::amin_kernel, kAmin>,
+     .cuda = &extremum_cpu<&gpu::amin_kernel, kAmin>,
      .derivative = reduction_derivative<Extremum<false>>(kSelf, kResult),
      .batching = kRule<&Tensor::amin, kAmin>,
      .shape = &planned_shape<&plan_extremum<kAmin>>,
      .flops = kOnePerInputElement},
     {.schema = "max(Tensor self) -> Tensor",
      .cpu = &extremum_all_cpu<&cpu::amax_kernel, kMax>,
+     .cuda = &extremum_all_cpu<&gpu::amax_kernel, kMax>,
      .derivative = reduction_derivative<Extremum<true>>(kSelf, kResult),
      .batching = &EveryDimRule<static_cast<AllMethod>(&Tensor::max), &Tensor::amax, kMax>::call,
      .shape = &planned_shape<&plan_extremum_all<kMax>>,
@@ -147,6 +151,7 @@ const OpFamily kExtremumOps("reduction_extremum", {
      .flops = kOnePerInputElement},
     {.schema = "min(Tensor self) -> Tensor",
      .cpu = &extremum_all_cpu<&cpu::amin_kernel, kMin>,
+     .cuda = &extremum_all_cpu<&gpu::amin_kernel, kMin>,
      .derivative = reduction_derivative<Extremum<true>>(kSelf, kResult),
      .batching = &EveryDimRule<static_cast<AllMethod>(&Tensor::min), &Tensor::amin, kMin>::call,
      .shape = &planned_shape<&plan_extremum_all<kMin>>,

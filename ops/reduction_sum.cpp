@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "dispatcher/op_def.h"
+#include "kernels/cuda/reduction.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "ops/reduction_common.h"
@@ -25,6 +26,10 @@ Tensor sum_dim_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
   return reduce(self, plan_sum(self, dim, keepdim), kSum, &cpu::sum_kernel);
 }
 
+Tensor sum_dim_cuda(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  return reduce(self, plan_sum(self, dim, keepdim), kSum, &gpu::sum_kernel);
+}
+
 Tensor sum_composite(const Tensor& self) { return self.sum({}, false); }
 
 Reduction plan_mean(const Tensor& self, IntArrayRef dim, bool keepdim) {
@@ -34,6 +39,10 @@ Reduction plan_mean(const Tensor& self, IntArrayRef dim, bool keepdim) {
 
 Tensor mean_dim_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
   return reduce(self, plan_mean(self, dim, keepdim), kMean, &cpu::mean_kernel);
+}
+
+Tensor mean_dim_cuda(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  return reduce(self, plan_mean(self, dim, keepdim), kMean, &gpu::mean_kernel);
 }
 
 Tensor mean_composite(const Tensor& self) { return self.mean({}, false); }
@@ -52,6 +61,14 @@ Tensor prod_cpu(const Tensor& self) {
 
 Tensor prod_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
   return reduce(self, plan_prod_dim(self, dim, keepdim), kProd, &cpu::prod_kernel);
+}
+
+Tensor prod_cuda(const Tensor& self) {
+  return reduce(self, plan_prod_all(self), kProd, &gpu::prod_kernel);
+}
+
+Tensor prod_dim_cuda(const Tensor& self, int64_t dim, bool keepdim) {
+  return reduce(self, plan_prod_dim(self, dim, keepdim), kProd, &gpu::prod_kernel);
 }
 
 // ---- derivatives (Note [Derivative formulas]) ----
@@ -120,6 +137,7 @@ const OpFamily kSumOps("reduction_sum", {
     {.schema = "sum(Tensor self) -> Tensor", .decomposition = &sum_composite},
     {.schema = "sum.dim_IntList(Tensor self, int[] dim, bool keepdim=False) -> Tensor",
      .cpu = &sum_dim_cpu,
+     .cuda = &sum_dim_cuda,
      .derivative =
          autograd::derivative({.backward = &sum_backward, .forward = &autograd::linear_forward}),
      .batching = kRule<static_cast<DimListMethod>(&Tensor::sum), kSum>,
@@ -128,6 +146,7 @@ const OpFamily kSumOps("reduction_sum", {
     {.schema = "mean(Tensor self) -> Tensor", .decomposition = &mean_composite},
     {.schema = "mean.dim(Tensor self, int[] dim, bool keepdim=False) -> Tensor",
      .cpu = &mean_dim_cpu,
+     .cuda = &mean_dim_cuda,
      .derivative =
          autograd::derivative({.backward = &mean_backward, .forward = &autograd::linear_forward}),
      .batching = kRule<static_cast<DimListMethod>(&Tensor::mean), kMean>,
@@ -135,6 +154,7 @@ const OpFamily kSumOps("reduction_sum", {
      .flops = kOnePerInputElement},
     {.schema = "prod(Tensor self) -> Tensor",
      .cpu = &prod_cpu,
+     .cuda = &prod_cuda,
      .derivative = reduction_derivative<Prod>(kSelf, 0),
      .batching = &EveryDimRule<static_cast<AllMethod>(&Tensor::prod),
                                static_cast<DimMethod>(&Tensor::prod), kProd>::call,
@@ -142,6 +162,7 @@ const OpFamily kSumOps("reduction_sum", {
      .flops = kOnePerInputElement},
     {.schema = "prod.dim_int(Tensor self, int dim, bool keepdim=False) -> Tensor",
      .cpu = &prod_dim_cpu,
+     .cuda = &prod_dim_cuda,
      .derivative = reduction_derivative<ProdDim>(kSelf, 0),
      .batching = kRule<static_cast<DimMethod>(&Tensor::prod), kProd>,
      .shape = &planned_shape<&plan_prod_dim>,

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "dispatcher/op_def.h"
+#include "kernels/cuda/softmax.h"
 #include "ops/nn_backward.h"
 #include "ops/nn_common.h"
 #include "ops/op_facets.h"
@@ -63,7 +64,8 @@ Tensor softmax_cpu(const Tensor& input, int64_t dim) {
   const cpu::SoftmaxShape s = softmax_checked<kLog>(input, dim);
   Tensor out = make_empty_tensor(input.sizes(), input.dtype(), input.device(),
                                  kLog ? "strata::log_softmax" : "strata::softmax");
-  cpu::softmax_kernel(out, contiguous(input), s, kLog);
+  out.device().is_cuda() ? gpu::softmax_kernel(out, contiguous(input), s, kLog)
+                         : cpu::softmax_kernel(out, contiguous(input), s, kLog);
   return out;
 }
 
@@ -87,7 +89,11 @@ Tensor softmax_backward_cpu(const Tensor& grad_output, const Tensor& output, int
   Tensor grad_input =
       make_empty_tensor(output.sizes(), output.dtype(), output.device(),
                         kLog ? "strata::log_softmax_backward" : "strata::softmax_backward");
-  cpu::softmax_backward_kernel(grad_input, contiguous(grad_output), contiguous(output), s, kLog);
+  if (grad_input.device().is_cuda()) {
+    gpu::softmax_backward_kernel(grad_input, contiguous(grad_output), contiguous(output), s, kLog);
+  } else {
+    cpu::softmax_backward_kernel(grad_input, contiguous(grad_output), contiguous(output), s, kLog);
+  }
   return grad_input;
 }
 
@@ -250,6 +256,7 @@ MetaList softmax_backward_shape(OpArgs args) {
 const OpFamily kSoftmaxOps("softmax", {
     {.schema = "softmax(Tensor self, int dim) -> Tensor",
      .cpu = &softmax_cpu<false>,
+     .cuda = &softmax_cpu<false>,
      .decomposition = &softmax_composite<false>,
      .derivative = derivative(
          {.backward = &softmax_grad, .forward = &softmax_forward, .saved_outputs = args(0)}),
@@ -258,6 +265,7 @@ const OpFamily kSoftmaxOps("softmax", {
      .flops = &flops::per_output_element<5>},
     {.schema = "log_softmax(Tensor self, int dim) -> Tensor",
      .cpu = &softmax_cpu<true>,
+     .cuda = &softmax_cpu<true>,
      .decomposition = &softmax_composite<true>,
      .derivative = derivative({.backward = &log_softmax_grad,
                                .forward = &log_softmax_forward,
@@ -267,6 +275,7 @@ const OpFamily kSoftmaxOps("softmax", {
      .flops = &flops::per_output_element<5>},
     {.schema = "softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor",
      .cpu = &softmax_backward_cpu<false>,
+     .cuda = &softmax_backward_cpu<false>,
      .derivative = derivative({.backward = &softmax_backward_grad,
                                .forward = &softmax_backward_forward,
                                .saved_inputs = args(0, 1)}),
@@ -275,6 +284,7 @@ const OpFamily kSoftmaxOps("softmax", {
      .flops = &flops::per_output_element<4>},
     {.schema = "log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor",
      .cpu = &softmax_backward_cpu<true>,
+     .cuda = &softmax_backward_cpu<true>,
      .derivative = derivative({.backward = &log_softmax_backward_grad,
                                .forward = &log_softmax_backward_forward,
                                .saved_inputs = args(0, 1)}),

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -230,6 +231,11 @@ Allocator* allocator_for(DeviceType type) {
   STRATA_CHECK(a != nullptr, "allocator", "no allocator for device type ", Device(type).str(),
                ": Strata was built without that backend");
   return a;
+}
+
+void Allocator::copy_to_host(void* dst, const void* src, size_t nbytes, int /*device_index*/) {
+  STRATA_CHECK(host_accessible(), "allocator", "internal: a device allocator must override copy_to_host");
+  std::memcpy(dst, src, nbytes);
 }
 
 void register_allocator(DeviceType type, Allocator* allocator) {

@@ -18,6 +18,16 @@ class Allocator {
   virtual bool host_accessible() const = 0;
   // Returns cached blocks to the system.
   virtual void release_cached() {}
+  // The same on one device of the type (a GPU): a backend whose memory belongs to
+  // one device of several overrides these; the host ignores the index.
+  virtual void* allocate_on(size_t nbytes, int /*device_index*/) { return allocate(nbytes); }
+  virtual void deallocate_on(void* ptr, size_t nbytes, int /*device_index*/) {
+    deallocate(ptr, nbytes);
+  }
+  // Copies nbytes of this allocator's memory at src into host memory at dst,
+  // after the work queued on it: how tensor/ reads device values (printing,
+  // to_vector) without calling operators.
+  virtual void copy_to_host(void* dst, const void* src, size_t nbytes, int device_index);
 
   static constexpr size_t kAlignment = 64;
 };
@@ -61,5 +71,29 @@ struct CachedAllocator {
 
 // Frees every cached block of the calling thread and the shared cache.
 void release_cpu_allocator_cache();
+
+// Note [CUDA caching allocator]
+// Device memory (plain cudaMalloc, never managed) is kept per device and size
+// class when freed and handed out again: cudaMalloc and cudaFree synchronize the
+// device and cost far more than a small kernel. Reuse is safe because all work
+// runs on one stream per device (Note [One stream per device] in
+// kernels/cuda/runtime.h). When cudaMalloc fails the cache is released and the
+// allocation tried once more before raising an out-of-memory error. Set
+// STRATA_CUDA_ALLOCATOR_CACHE=0, or call set_cuda_allocator_caching(false), to
+// free every block at once (leak checkers then see each one). Without the CUDA
+// backend these report zeros and do nothing.
+struct CudaAllocatorStats {
+  size_t bytes_in_use = 0;        // held by live tensors, in rounded block sizes
+  size_t bytes_cached = 0;        // freed and kept for reuse
+  size_t device_allocations = 0;  // cudaMalloc calls so far
+  size_t device_frees = 0;        // cudaFree calls so far
+};
+CudaAllocatorStats cuda_allocator_stats();
+void set_cuda_allocator_caching(bool enabled);
+bool cuda_allocator_caching();
+// Returns every cached block of every device to the driver.
+void release_cuda_allocator_cache();
+// Waits until the work queued on the device's stream has finished.
+void cuda_synchronize(int device_index = 0);
 
 }  // namespace strata

@@ -18,6 +18,7 @@
 
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
+#include "tensor/tensor_impl.h"
 
 namespace strata {
 namespace {
@@ -177,23 +178,19 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t) {
     return describe(out, t, placeholder);
   }
   if (t.numel() == 0) return describe(out, t, "[]");
-  // This component has no way to copy device memory to the host.
-  if (!t.device().is_cpu()) {
-    std::string placeholder = "<";
-    placeholder += t.device().str();
-    placeholder += " data>";
-    return describe(out, t, placeholder);
-  }
+  const Tensor host(host_readable(*t.impl()));
 
   const bool summarize = t.numel() > kSummarizeAbove;
   std::vector<std::string> cells = STRATA_DISPATCH_ALL_TYPES(t.dtype(), "print", [&] {
     std::vector<scalar_t> values;
-    collect(static_cast<const scalar_t*>(t.data_ptr()), t, 0, summarize, values);
+    collect(static_cast<const scalar_t*>(host.data_ptr()), host, 0, summarize, values);
     return format_cells(values);
   });
   out << kPrefix;
   Layout(out, t.sizes(), summarize, std::move(cells)).write();
-  return out << ", dtype=" << to_string(t.dtype()) << ')';
+  out << ", dtype=" << to_string(t.dtype());
+  if (!t.device().is_cpu()) out << ", device=" << t.device();
+  return out << ')';
 }
 
 }  // namespace strata

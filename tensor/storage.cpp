@@ -26,7 +26,7 @@ IntrusivePtr<StorageImpl> StorageImpl::allocate(size_t nbytes, Device device) {
     auto* impl = new (block) StorageImpl(block + kHeaderBytes, nbytes, device, allocator, true);
     return IntrusivePtr<StorageImpl>::adopt_new(impl);
   }
-  void* data = allocator->allocate(nbytes);
+  void* data = allocator->allocate_on(nbytes, device.index);
   return IntrusivePtr<StorageImpl>::adopt_new(
       new StorageImpl(data, nbytes, device, allocator, false));
 }
@@ -43,7 +43,7 @@ void StorageImpl::release_self() {
     this->~StorageImpl();
     allocator->deallocate(this, total);
   } else {
-    allocator->deallocate(data_, nbytes_);
+    allocator->deallocate_on(data_, nbytes_, device_.index);
     delete this;
   }
 }

@@ -4,6 +4,7 @@
 
 #include "tensor/dispatch_dtype.h"
 #include "tensor/error.h"
+#include "tensor/tensor_impl.h"
 
 namespace strata {
 
@@ -57,9 +58,7 @@ Tensor readable_values(const Tensor& t, const char* what) {
   STRATA_CHECK(source.impl()->has_storage(), what, "cannot read the values of a ",
                t.impl()->impl_name(), " (shape ", shape_string(t.sizes()),
                "): it has no storage of its own; read values outside the transform");
-  STRATA_CHECK(t.device().is_cpu(), what, "tensor is on ", t.device(),
-               "; copy it to the CPU first");
-  return source;
+  return Tensor(host_readable(*source.impl()));
 }
 
 // Visits the elements of t in row-major order, following its strides.

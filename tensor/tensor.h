@@ -134,6 +134,8 @@ class Tensor {
   const Tensor& copy_(const Tensor& src) const;
   // A copy converted to dtype (the tensor itself if it already has it).
   Tensor to(ScalarType dtype) const;
+  // A copy on `device` (the tensor itself if it is there already): host <-> GPU.
+  Tensor to(Device device) const;
   Tensor clone() const;
   // Itself if contiguous, else a contiguous copy.
   Tensor contiguous() const;

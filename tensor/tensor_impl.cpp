@@ -116,4 +116,15 @@ void TensorImpl::refresh_numel_and_contiguity() {
   is_contiguous_ = contiguous;
 }
 
+IntrusivePtr<TensorImpl> host_readable(const TensorImpl& t) {
+  Allocator* allocator = allocator_for(t.device().type);
+  if (allocator->host_accessible()) return IntrusivePtr<TensorImpl>(const_cast<TensorImpl*>(&t));
+  int64_t span = t.numel() == 0 ? 0 : 1;
+  for (int64_t d = 0; d < t.dim() && span > 0; ++d) span += (t.sizes()[d] - 1) * t.strides()[d];
+  const size_t nbytes = static_cast<size_t>(span) * element_size(t.dtype());
+  Storage host = StorageImpl::allocate(nbytes, kCPU);
+  if (nbytes > 0) allocator->copy_to_host(host->data(), t.data_ptr(), nbytes, t.device().index);
+  return make_intrusive<TensorImpl>(std::move(host), t.dtype(), t.sizes(), t.strides(), 0);
+}
+
 }  // namespace strata

@@ -106,4 +106,9 @@ DimVector contiguous_strides(IntArrayRef sizes);
 
 DispatchKey backend_key(DeviceType type);
 
+// A tensor whose values the CPU can read: t itself when its memory is
+// host-accessible, else a CPU tensor (same sizes and strides) over a host copy of
+// the bytes t's view spans. Printing and to_vector read device tensors through it.
+IntrusivePtr<TensorImpl> host_readable(const TensorImpl& t);
+
 }  // namespace strata

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -181,27 +182,39 @@ TEST(Print, WithoutStorage) {
 }
 
 // Device memory the CPU must not read: host malloc, but flagged not host-accessible.
+// Device memory that is really host memory, so the test can write values the
+// printer may only reach through copy_to_host.
 class FakeDeviceAllocator : public Allocator {
  public:
   void* allocate(size_t nbytes) override { return std::malloc(nbytes == 0 ? 1 : nbytes); }
   void deallocate(void* ptr, size_t) override { std::free(ptr); }
   bool host_accessible() const override { return false; }
+  void copy_to_host(void* dst, const void* src, size_t nbytes, int) override {
+    ++copies;
+    std::memcpy(dst, src, nbytes);
+  }
+  int copies = 0;
 };
 
-TEST(Print, CudaTensorShowsMetadataOnly) {
-  // Use the real CUDA allocator when a backend registered one, else a stand-in.
+TEST(Print, DeviceTensorIsCopiedToTheHost) {
   Allocator* previous = nullptr;
   try {
     previous = allocator_for(DeviceType::CUDA);
   } catch (const Error&) {
   }
   FakeDeviceAllocator fake;
-  if (!previous) register_allocator(DeviceType::CUDA, &fake);
+  register_allocator(DeviceType::CUDA, &fake);
   {
     Tensor t = make_empty_tensor({2, 3}, kFloat32, cuda(0), "test");
-    EXPECT_EQ(str(t), "tensor(<cuda:0 data>, size=[2, 3], dtype=Float32, device=cuda:0)");
+    float* data = static_cast<float*>(t.impl()->data_ptr());
+    for (int i = 0; i < 6; ++i) data[i] = static_cast<float>(i);
+    EXPECT_EQ(str(t.t()),
+              "tensor([[0., 3.],\n        [1., 4.],\n        [2., 5.]], dtype=Float32, "
+              "device=cuda:0)");
+    EXPECT_EQ(fake.copies, 1);
+    EXPECT_EQ(t.to_vector<double>(), (std::vector<double>{0, 1, 2, 3, 4, 5}));
   }
-  if (!previous) register_allocator(DeviceType::CUDA, nullptr);
+  register_allocator(DeviceType::CUDA, previous);
 }
 
 }  // namespace

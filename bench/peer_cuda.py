@@ -1,0 +1,61 @@
+"""torch.func on the GPU, beside bench/cuda_ops.cpp (scripts/gpu_check.sh runs it when
+torch with CUDA is importable): the same add, mm and per-sample MLP gradients.
+Prints one line per case: "<case> <median ms> [peak MiB]"."""
+import statistics
+import time
+
+import torch
+from torch.func import functional_call, grad, vmap
+
+assert torch.cuda.is_available(), "no CUDA device for torch"
+dev = torch.device("cuda")
+
+
+def median_ms(fn, repeats=20):
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def peak_mib(fn):
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    fn()
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - base) / 2**20
+
+
+n = 64 << 20
+a = torch.full((n,), 1.5, device=dev)
+b = torch.full((n,), 2.5, device=dev)
+print(f"TorchAdd64M {median_ms(lambda: a + b):.4f}")
+print(f"TorchDeviceCopy64M {median_ms(lambda: b.copy_(a)):.4f}")
+print(f"TorchSum64M {median_ms(lambda: a.sum()):.4f}")
+m = torch.full((4096, 4096), 0.5, device=dev)
+k = torch.full((4096, 4096), 0.25, device=dev)
+torch.backends.cuda.matmul.allow_tf32 = False
+print(f"TorchMm4096 {median_ms(lambda: m @ k):.4f}")
+
+model = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(),
+                            torch.nn.Linear(128, 10)).to(dev)
+params = {name: p.detach() for name, p in model.named_parameters()}
+
+
+def sample_loss(p, x, y):
+    logits = functional_call(model, p, (x.unsqueeze(0),))
+    return torch.nn.functional.cross_entropy(logits, y.unsqueeze(0))
+
+
+per_sample = vmap(grad(sample_loss), in_dims=(None, 0, 0))
+for batch in (256, 4096):
+    x = torch.randn(batch, 784, device=dev)
+    y = torch.arange(batch, device=dev) % 10
+    run = lambda: per_sample(params, x, y)  # noqa: E731
+    print(f"TorchMlpVmapGrad/{batch} {median_ms(run):.4f} {peak_mib(run):.1f}")

@@ -1,0 +1,209 @@
+#pragma once
+
+// Note [The CUDA elementwise launcher]
+// Every CUDA elementwise kernel goes through launch_elementwise: the output and
+// its inputs are laid over the output's shape by the CPU's layout
+// (cpu::make_elementwise_layout: broadcast inputs get stride 0, dims contiguous
+// across all operands are merged), then
+//  - a layout of one dense row (every operand contiguous or broadcast) runs the
+//    contiguous kernel: each thread handles kVec consecutive elements with one
+//    vector load per operand when the operands are aligned for it;
+//  - anything else runs the strided kernel, which turns a linear index into
+//    per-operand byte offsets (32-bit index arithmetic when the tensor allows).
+// A 0-dim CPU input (a C++ number) is read on the host and passed by value.
+// Only kernels/cuda/*.cu include this.
+
+#include <array>
+#include <cstdint>
+#include <tuple>
+#include <utility>
+
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/runtime.h"
+#include "tensor/error.h"
+#include "tensor/tensor.h"
+
+namespace strata::gpu {
+
+inline constexpr int kMaxDims = 10;
+inline constexpr int kVec = 4;
+inline constexpr int kBlock = 256;
+
+// One input: device memory with byte strides over the layout's dims (all 0 when
+// broadcast), or a value read on the host (data null).
+template <class T>
+struct Input {
+  const char* data;
+  T value;
+  bool broadcast;  // dense layouts: the one element at data serves every index
+  int64_t strides[kMaxDims];
+};
+
+template <class T>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+template <class T>
+__device__ __forceinline__ T load_dense(const Input<T>& in, int64_t i) {
+  if (!in.data) return in.value;
+  return reinterpret_cast<const T*>(in.data)[in.broadcast ? 0 : i];
+}
+
+template <class T>
+__device__ __forceinline__ Pack<T> load_pack(const Input<T>& in, int64_t p) {
+  if (in.data && !in.broadcast) return reinterpret_cast<const Pack<T>*>(in.data)[p];
+  const T v = load_dense(in, 0);
+  Pack<T> pack;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) pack.v[j] = v;
+  return pack;
+}
+
+template <class Index, class T>
+__device__ __forceinline__ T load_strided(const Input<T>& in, const Index* coord, int rank) {
+  if (!in.data) return in.value;
+  Index offset = 0;
+  for (int d = 0; d < rank; ++d) offset += coord[d] * static_cast<Index>(in.strides[d]);
+  return *reinterpret_cast<const T*>(in.data + offset);
+}
+
+template <bool kVectorized, class Out, class F, class... In>
+__global__ void contiguous_kernel(int64_t n, Out* out, F f, Input<In>... in) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t start = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if constexpr (kVectorized) {
+    const int64_t packs = n / kVec;
+    auto compute = [&](const Pack<In>&... x) {
+      Pack<Out> r;
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) r.v[j] = f(x.v[j]...);
+      return r;
+    };
+    for (int64_t p = start; p < packs; p += step) {
+      reinterpret_cast<Pack<Out>*>(out)[p] = compute(load_pack(in, p)...);
+    }
+    start += packs * kVec;
+  }
+  for (int64_t i = start; i < n; i += step) out[i] = f(load_dense(in, i)...);
+}
+
+struct Sizes {
+  int rank;
+  int64_t v[kMaxDims];
+};
+
+template <class Index, class Out, class F, class... In>
+__global__ void strided_kernel(int64_t n, Sizes sizes, Input<Out> out, F f, Input<In>... in) {
+  const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < static_cast<Index>(n); i += step) {
+    Index coord[kMaxDims];
+    Index rest = i;
+    Index out_offset = 0;
+    for (int d = sizes.rank - 1; d >= 0; --d) {
+      const Index size = static_cast<Index>(sizes.v[d]);
+      coord[d] = rest % size;
+      rest /= size;
+      out_offset += coord[d] * static_cast<Index>(out.strides[d]);
+    }
+    *reinterpret_cast<Out*>(const_cast<char*>(out.data) + out_offset) =
+        f(load_strided<Index>(in, coord, sizes.rank)...);
+  }
+}
+
+inline int grid_for(int64_t n, int per_thread) {
+  const int64_t threads = (n + per_thread - 1) / per_thread;
+  const int64_t blocks = (threads + kBlock - 1) / kBlock;
+  constexpr int64_t kMaxBlocks = int64_t{1} << 20;
+  return static_cast<int>(blocks < 1 ? 1 : blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+// Operand k of the layout as a kernel argument. A 0-dim CPU input is read on the
+// host; any other input must be on out's device.
+template <class T>
+Input<T> make_input(const char* op, const Tensor& out, const Tensor* t,
+                    const cpu::ElementwiseLayout& layout, int k) {
+  Input<T> in{};
+  if (t && t->device().is_cpu() && t->dim() == 0 && !out.device().is_cpu()) {
+    in.value = *static_cast<const T*>(t->impl()->data_ptr());
+    return in;
+  }
+  if (t) check_same_device(op, out.device(), t->device());
+  in.data = layout.data[k];
+  const size_t rank = layout.shape.size();
+  in.broadcast = rank == 0 || layout.strides[k][0] == 0;
+  for (size_t d = 0; d < rank; ++d) in.strides[d] = layout.strides[k][d];
+  return in;
+}
+
+template <class T>
+bool dense_operand(const Input<T>& in, int rank) {
+  return !in.data || rank == 0 || in.strides[0] == 0 ||
+         in.strides[0] == static_cast<int64_t>(sizeof(T));
+}
+template <class T>
+bool pack_aligned(const Input<T>& in) {
+  return !in.data || in.broadcast || reinterpret_cast<uintptr_t>(in.data) % (sizeof(T) * kVec) == 0;
+}
+
+template <class Out, class... In, class F, size_t... I>
+void launch_elementwise_impl(const char* op, const Tensor& out,
+                             const std::array<const Tensor*, sizeof...(In)>& inputs, F f,
+                             std::index_sequence<I...>) {
+  cpu::ElementwiseLayout layout = cpu::make_elementwise_layout(out, {inputs[I]...});
+  if (layout.numel == 0) return;
+  const int rank = static_cast<int>(layout.shape.size());
+  STRATA_CHECK(rank <= kMaxDims, op, "tensors of more than ", kMaxDims,
+               " non-mergeable dims are not supported on CUDA (got ", rank, ")");
+  DeviceGuard guard(out.device());
+  const cudaStream_t stream = stream_for(out.device());
+  const Input<Out> out_arg = make_input<Out>(op, out, nullptr, layout, 0);
+  const std::tuple<Input<In>...> args{make_input<In>(op, out, inputs[I], layout, I + 1)...};
+
+  const bool dense =
+      rank <= 1 && dense_operand(out_arg, rank) && (dense_operand(std::get<I>(args), rank) && ...);
+  if (dense) {
+    Out* out_data = reinterpret_cast<Out*>(layout.data[0]);
+    const bool vectorized =
+        layout.numel >= kVec && pack_aligned(out_arg) && (pack_aligned(std::get<I>(args)) && ...);
+    if (vectorized) {
+      contiguous_kernel<true, Out><<<grid_for(layout.numel, kVec), kBlock, 0, stream>>>(
+          layout.numel, out_data, f, std::get<I>(args)...);
+    } else {
+      contiguous_kernel<false, Out><<<grid_for(layout.numel, 1), kBlock, 0, stream>>>(
+          layout.numel, out_data, f, std::get<I>(args)...);
+    }
+    check_launch(op);
+    return;
+  }
+
+  Sizes sizes{rank, {}};
+  int64_t reach = 0;  // the largest byte offset any operand reaches
+  for (int d = 0; d < rank; ++d) {
+    sizes.v[d] = layout.shape[d];
+    for (int k = 0; k <= static_cast<int>(sizeof...(In)); ++k) {
+      const int64_t s = layout.strides[k][d];
+      reach += (layout.shape[d] - 1) * (s < 0 ? -s : s);
+    }
+  }
+  const bool small = layout.numel < (int64_t{1} << 31) && reach < (int64_t{1} << 31);
+  if (small) {
+    strided_kernel<int32_t, Out><<<grid_for(layout.numel, 1), kBlock, 0, stream>>>(
+        layout.numel, sizes, out_arg, f, std::get<I>(args)...);
+  } else {
+    strided_kernel<int64_t, Out><<<grid_for(layout.numel, 1), kBlock, 0, stream>>>(
+        layout.numel, sizes, out_arg, f, std::get<I>(args)...);
+  }
+  check_launch(op);
+}
+
+// out = f(in...) elementwise; out holds Out, input k holds In_k (the caller
+// dispatched on the dtypes, which the tensors must have).
+template <class Out, class... In, class F>
+void launch_elementwise(const char* op, const Tensor& out,
+                        const std::array<const Tensor*, sizeof...(In)>& inputs, F f) {
+  launch_elementwise_impl<Out, In...>(op, out, inputs, f, std::index_sequence_for<In...>{});
+}
+
+}  // namespace strata::gpu
