@@ -88,7 +88,7 @@ void check_no_overlap(const Tensor& written, const Tensor& input, const char* op
                "call .clone() on the input first");
 }
 
-void check_no_internal_overlap(const Tensor& written, const char* op) {
+void detail::check_no_internal_overlap_strided(const Tensor& written, const char* op) {
   STRATA_CHECK(!has_internal_overlap(written), op,
                "unsupported operation: more than one element of the written tensor (shape ",
                shape_string(written.sizes()), ", strides ", shape_string(written.strides()),
@@ -96,7 +96,8 @@ void check_no_internal_overlap(const Tensor& written, const char* op) {
                "before writing into it");
 }
 
-void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op) {
+void detail::check_no_partial_overlap_shared(const Tensor& written, const Tensor& input,
+                                             const char* op) {
   STRATA_CHECK(!partially_overlaps(written, input), op,
                "unsupported operation: the written tensor (shape ", shape_string(written.sizes()),
                ", strides ", shape_string(written.strides()), ") and an input (shape ",

@@ -20,9 +20,23 @@ bool overlaps(const Tensor& written, const Tensor& input);
 // view of it (same offset, shape, strides and dtype). Exact.
 bool partially_overlaps(const Tensor& written, const Tensor& input);
 
-// Raises for either case: "unsupported operation: ..." naming op and shapes.
-void check_no_internal_overlap(const Tensor& written, const char* op);
-void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op);
+namespace detail {
+void check_no_internal_overlap_strided(const Tensor& written, const char* op);
+void check_no_partial_overlap_shared(const Tensor& written, const Tensor& input, const char* op);
+}  // namespace detail
+
+// Raise for either case: "unsupported operation: ..." naming op and shapes. Every
+// in-place op runs them, so the common cases (a contiguous target; an input of
+// another storage, or the target itself) decide inline.
+inline void check_no_internal_overlap(const Tensor& written, const char* op) {
+  if (!written.is_contiguous()) detail::check_no_internal_overlap_strided(written, op);
+}
+inline void check_no_partial_overlap(const Tensor& written, const Tensor& input, const char* op) {
+  if (written.impl() != input.impl() &&
+      written.impl()->storage().get() == input.impl()->storage().get()) {
+    detail::check_no_partial_overlap_shared(written, input, op);
+  }
+}
 // For ops that write elements in another order than they read (scatters):
 // any shared memory raises.
 void check_no_overlap(const Tensor& written, const Tensor& input, const char* op);
