@@ -126,4 +126,18 @@ bool any_tensor_argument(const Stack& stack, size_t first, Pred&& pred) {
   return false;
 }
 
+// Calls f(Tensor&) on each tensor argument and each element of a tensor-list
+// argument among stack[first, stack.size()), in order.
+template <class F>
+void for_each_tensor_argument(Stack& stack, size_t first, F&& f) {
+  for (size_t i = first; i < stack.size(); ++i) {
+    IValue& arg = stack[i];
+    if (arg.is_tensor()) {
+      f(arg.to_tensor());
+    } else if (arg.is_tensor_list()) {
+      for (Tensor& t : arg.to_tensor_list()) f(t);
+    }
+  }
+}
+
 }  // namespace strata

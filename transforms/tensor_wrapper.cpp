@@ -16,27 +16,14 @@ DispatchKeySet unwrap_arguments(Stack& stack, size_t first, int64_t level) {
     if (TensorWrapper* w = wrapper_at_level(t, level)) t = w->value();
     if (t.defined()) keys |= t.key_set();
   };
-  for (size_t i = first; i < stack.size(); ++i) {
-    IValue& arg = stack[i];
-    if (arg.is_tensor()) {
-      unwrap(arg.to_tensor());
-    } else if (arg.is_tensor_list()) {
-      for (Tensor& t : arg.to_tensor_list()) unwrap(t);
-    }
-  }
+  for_each_tensor_argument(stack, first, unwrap);
   return keys;
 }
 
 void wrap_results(Stack& stack, size_t first, int64_t level) {
-  for (size_t i = first; i < stack.size(); ++i) {
-    IValue& result = stack[i];
-    if (result.is_tensor()) {
-      Tensor& t = result.to_tensor();
-      if (t.defined()) t = wrap_at_level(std::move(t), level);
-    } else if (result.is_tensor_list()) {
-      for (Tensor& t : result.to_tensor_list()) t = wrap_at_level(std::move(t), level);
-    }
-  }
+  for_each_tensor_argument(stack, first, [level](Tensor& t) {
+    if (t.defined()) t = wrap_at_level(std::move(t), level);
+  });
 }
 
 }  // namespace

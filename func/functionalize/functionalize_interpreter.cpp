@@ -20,26 +20,13 @@ void unwrap_arguments(Stack& stack, size_t first, int64_t level, Remove remove) 
       t = w->value();
     }
   };
-  for (size_t i = first; i < stack.size(); ++i) {
-    IValue& arg = stack[i];
-    if (arg.is_tensor()) {
-      unwrap(arg.to_tensor());
-    } else if (arg.is_tensor_list()) {
-      for (Tensor& t : arg.to_tensor_list()) unwrap(t);
-    }
-  }
+  for_each_tensor_argument(stack, first, unwrap);
 }
 
 void wrap_results(Stack& stack, size_t first, int64_t level) {
-  for (size_t i = first; i < stack.size(); ++i) {
-    IValue& result = stack[i];
-    if (result.is_tensor()) {
-      Tensor& t = result.to_tensor();
-      if (t.defined()) t = make_functional(std::move(t), level);
-    } else if (result.is_tensor_list()) {
-      for (Tensor& t : result.to_tensor_list()) t = make_functional(std::move(t), level);
-    }
-  }
+  for_each_tensor_argument(stack, first, [level](Tensor& t) {
+    if (t.defined()) t = make_functional(std::move(t), level);
+  });
 }
 
 bool same_arguments(const FunctionSchema& a, const FunctionSchema& b) {

@@ -81,7 +81,7 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in);
 // out = x * beta > threshold ? x : log1p(exp(beta * x)) / beta.
 void softplus_kernel(const Tensor& out, const Tensor& in, const Scalar& beta,
                      const Scalar& threshold);
-// out = base ^ exponent; an Int64 base computes exactly (int_pow in elementwise_rows.h).
+// out = base ^ exponent; an Int64 base computes exactly (int_pow in kernels/int_pow.h).
 void pow_scalar_kernel(const Tensor& out, const Tensor& base, const Scalar& exponent);
 // out = min(max(in, min), max), a missing bound left out; NaN stays NaN.
 void clamp_kernel(const Tensor& out, const Tensor& in, const std::optional<Scalar>& min,

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/int_pow.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/error.h"
 #include "tensor/scalar_type.h"
@@ -46,23 +47,6 @@ void dispatch_numeric(ScalarType dtype, const char* op, F&& f) {
 template <class F>
 void dispatch_all(ScalarType dtype, const char* op, F&& f) {
   dispatch_among<bool, int64_t, float, double>(dtype, op, std::forward<F>(f));
-}
-
-// base^exponent in integer arithmetic, wrapping on overflow. A negative exponent
-// truncates 1 / base^|exponent| like integer division: 0 unless base is 1 or -1.
-inline int64_t int_pow(int64_t base, int64_t exponent) {
-  if (exponent < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return exponent % 2 == 0 ? 1 : -1;
-    return 0;
-  }
-  uint64_t result = 1;
-  uint64_t factor = static_cast<uint64_t>(base);
-  for (; exponent != 0; exponent >>= 1) {
-    if (exponent & 1) result *= factor;
-    factor *= factor;
-  }
-  return static_cast<int64_t>(result);
 }
 
 // Runs row(data, strides, n) over every row of the layout.

@@ -5,7 +5,7 @@
 #include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/math.cuh"
+#include "kernels/int_pow.h"
 #include "tensor/scalar.h"
 
 namespace strata::gpu {
