@@ -13,6 +13,7 @@
 #include "dispatcher/dispatch_mode.h"
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/op_def.h"
+#include "ops/op_facets.h"
 #include "tests/op_table/op_info.h"
 
 namespace strata::testing {
@@ -122,6 +123,18 @@ const std::map<std::string, std::string>& ops_without_entries() {
 
 std::string base_name(const std::string& name) { return name.substr(0, name.find('.')); }
 
+// The facets a row neither has nor says why it lacks, one line each; none for a
+// composite row, whose facets are its decomposition's.
+std::string missing_facets(const std::string& name, const OpDef& def) {
+  if (def.is_composite()) return "";
+  std::ostringstream missing;
+  if (!def.derivative.accounted_for()) missing << name << ": no derivative\n";
+  if (!def.batching.accounted_for()) missing << name << ": no batching rule\n";
+  if (!def.shape.accounted_for()) missing << name << ": no shape function\n";
+  if (!def.flops.accounted_for()) missing << name << ": no FLOP formula\n";
+  return missing.str();
+}
+
 TEST(OpDefCompleteness, EveryRegisteredOpHasARowWithEveryFacet) {
   std::map<std::string, const OpDef*> rows;
   for (const RegisteredOpDef& row : registered_op_defs()) rows[row.name] = row.def;
@@ -147,13 +160,29 @@ TEST(OpDefCompleteness, EveryRegisteredOpHasARowWithEveryFacet) {
     const bool has_entry = covered.count(full) || covered_bases.count(base_name(full)) ||
                            ops_without_entries().count(full);
     if (!has_entry) missing << full << ": no op-table entry\n";
-    if (def.is_composite()) continue;  // its facets are its decomposition's
-    if (!def.derivative.accounted_for()) missing << full << ": no derivative\n";
-    if (!def.batching.accounted_for()) missing << full << ": no batching rule\n";
-    if (!def.shape.accounted_for()) missing << full << ": no shape function\n";
-    if (!def.flops.accounted_for()) missing << full << ": no FLOP formula\n";
+    missing << missing_facets(full, def);
   }
   EXPECT_TRUE(missing.str().empty()) << missing.str();
+}
+
+Tensor identity(const Tensor& t) { return t; }
+
+// The check names each facet a row lacks, accepts Absent with a reason, and asks
+// nothing of a composite row.
+TEST(OpDefCompleteness, NamesTheFacetsARowLacks) {
+  const OpDef bare{.schema = "probe(Tensor self) -> Tensor", .cpu = &identity};
+  EXPECT_EQ(missing_facets("probe", bare),
+            "probe: no derivative\nprobe: no batching rule\nprobe: no shape function\n"
+            "probe: no FLOP formula\n");
+  const OpDef excused{.schema = "probe(Tensor self) -> Tensor",
+                      .cpu = &identity,
+                      .derivative = Absent{"why"},
+                      .batching = Absent{"why"},
+                      .shape = &shape::same_as_self,
+                      .flops = &flops::zero};
+  EXPECT_EQ(missing_facets("probe", excused), "");
+  const OpDef composite{.schema = "probe(Tensor self) -> Tensor", .decomposition = &identity};
+  EXPECT_EQ(missing_facets("probe", composite), "");
 }
 
 TEST(OpDefCompleteness, ExceptionsNameRegisteredOps) {
