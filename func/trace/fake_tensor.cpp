@@ -62,8 +62,10 @@ Tensor alias_of(const Tensor& t) {
 
 bool fake_runs_whole(const OperatorHandle& op) {
   const OpDef* def = find_op_def(op);
-  return op.entry().returns_view() || def == nullptr || !def->is_composite() ||
-         def->shape.has_value();
+  if (def == nullptr || !def->is_composite()) return true;
+  // A composite that returns a view may copy instead (reshape of a transposed
+  // tensor): its parts run fake, so the copy never reads the stand-in's storage.
+  return !op.entry().returns_view() && def->shape.has_value();
 }
 
 void run_fake(const OperatorHandle& op, Stack& stack) {

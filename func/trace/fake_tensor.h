@@ -8,9 +8,10 @@
 // device, and no storage, so reading its values (item(), to_vector(), a kernel's
 // data pointer) throws strata::Error naming the reader. The recorder runs each op
 // that reaches it through run_fake(): the op's shape function makes its outputs;
-// an in-place op returns its argument; a view op runs its own kernel on a stand-in
-// over an empty storage (a view computes geometry only), so strides and offsets
-// are the real ones and later ops decide as they would on real data.
+// an in-place op returns its argument; a primitive view op runs its own kernel on
+// a stand-in over an empty storage (a view computes geometry only), so strides and
+// offsets are the real ones and later ops decide as they would on real data. A
+// composite view op (reshape, flatten) runs its parts, since it may copy.
 
 namespace strata {
 
