@@ -114,4 +114,11 @@ bool modes_allow_inline_higher_order_ops() {
   return true;
 }
 
+std::shared_ptr<DispatchMode> innermost_recording_mode() {
+  for (size_t i = tls_visible; i-- > 0;) {
+    if (!tls_modes[i]->allows_inline_higher_order_ops()) return tls_modes[i];
+  }
+  return nullptr;
+}
+
 }  // namespace strata

@@ -58,5 +58,8 @@ class DispatchModeGuard {
 size_t dispatch_mode_stack_size();
 // Whether every mode pushed on this thread allows inline higher-order operators.
 bool modes_allow_inline_higher_order_ops();
+// The highest visible mode that does not allow them (the one a higher-order
+// operator's Trace implementation records into), or nullptr.
+std::shared_ptr<DispatchMode> innermost_recording_mode();
 
 }  // namespace strata

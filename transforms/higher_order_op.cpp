@@ -84,6 +84,10 @@ HopKey current_hop_key() {
   // A recording mode sits below every transform, but inline rules above it
   // would still hand it the ops of one branch: it decides first.
   if (!modes_allow_inline_higher_order_ops()) return HopKey::Trace;
+  return inline_hop_key();
+}
+
+HopKey inline_hop_key() {
   if (layer_stack_empty()) return HopKey::Backend;
   switch (top_layer("higher-order operator").interpreter->kind()) {
     case TransformKind::Grad: return HopKey::Grad;

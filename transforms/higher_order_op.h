@@ -75,6 +75,10 @@ class HigherOrderOperator {
 // The key a higher-order call takes now: Trace under a recording mode, else the
 // top layer's transform, Backend when none runs.
 HopKey current_hop_key();
+// The key a call would take if no mode recorded it: the top layer's transform,
+// Backend when none runs. A Trace implementation runs a call inline at this key
+// when it need not record it.
+HopKey inline_hop_key();
 // The operator registered under `name`, or nullptr.
 const HigherOrderOperator* find_higher_order_op(const std::string& name);
 

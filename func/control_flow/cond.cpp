@@ -1,5 +1,6 @@
 #include "func/control_flow/control_flow_ops.h"
 #include "func/control_flow/lanes.h"
+#include "func/control_flow/traced.h"
 
 namespace strata::control_flow {
 
@@ -13,9 +14,10 @@ namespace {
 // iteration's ops saved (every carry they need), and nesting works to any
 // depth. The one data-dependent choice, the predicate, is concrete unless some
 // vmap level batches it; then every function runs on every lane and the lanes
-// are selected (Note [Untaken lanes do not poison derivatives]). Trace and
-// functionalize are not registered: they must record the functions as
-// subgraphs, and until they do a call under them is an error.
+// are selected (Note [Untaken lanes do not poison derivatives]). Under
+// functionalize they run inline too, so a write in a function is functionalized
+// like any other. Under trace they are recorded as one node with subgraphs
+// (traced.cpp).
 std::vector<Tensor> run_cond(const HigherOrderOperator& op, const HopArgs& args) {
   const Tensor& pred = args.operands.front();
   check_predicate(pred, op.name().c_str(), "the predicate");
@@ -35,7 +37,7 @@ std::vector<Tensor> run_cond(const HigherOrderOperator& op, const HopArgs& args)
 const HigherOrderOperator& cond_op() {
   static HigherOrderOperator op("strata::cond");
   static const bool registered =
-      (op.impl({HopKey::Backend, HopKey::Grad, HopKey::Jvp, HopKey::Vmap}, &run_cond), true);
+      (op.impl({HopKey::Backend, HopKey::Grad, HopKey::Jvp, HopKey::Vmap, HopKey::Functionalize}, &run_cond).impl(HopKey::Trace, &trace_cond), true);
   (void)registered;
   return op;
 }

@@ -24,17 +24,6 @@ Tensor below_all_levels(const Tensor& t) {
   }
 }
 
-bool batched_at_any_level(const Tensor& t) {
-  Tensor current = t;
-  while (true) {
-    if (const TensorWrapper* w = as_wrapper(current)) {
-      current = w->value();
-    } else {
-      return batching::as_batched(current) != nullptr;
-    }
-  }
-}
-
 // t with its vmap levels kept and its grad and jvp levels dropped: a constant
 // to every grad and jvp level. nullopt when t has no grad or jvp level.
 std::optional<Tensor> without_autodiff_levels(const Tensor& t) {
@@ -50,6 +39,17 @@ std::optional<Tensor> without_autodiff_levels(const Tensor& t) {
 }
 
 }  // namespace
+
+bool batched_at_any_level(const Tensor& t) {
+  Tensor current = t;
+  while (true) {
+    if (const TensorWrapper* w = as_wrapper(current)) {
+      current = w->value();
+    } else {
+      return batching::as_batched(current) != nullptr;
+    }
+  }
+}
 
 void check_predicate(const Tensor& pred, const char* op, const char* what) {
   STRATA_CHECK(pred.defined(), op, what, " is an undefined tensor");

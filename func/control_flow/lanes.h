@@ -19,6 +19,9 @@ void check_predicate(const Tensor& pred, const char* op, const char* what);
 // per lane; then the operators run every function and select per lane.
 std::optional<bool> concrete_predicate(const Tensor& pred);
 
+// Whether t is batched at some vmap level (a predicate that may differ per lane).
+bool batched_at_any_level(const Tensor& t);
+
 // Whether any lane of a per-lane predicate holds, over every vmap level.
 bool any_lane(const Tensor& pred);
 
@@ -39,6 +42,10 @@ std::vector<Tensor> mask_untaken_lanes(const Tensor& pred, bool taken_when,
 // where(pred, a[i], b[i]) for every leaf.
 std::vector<Tensor> select_lanes(const Tensor& pred, const std::vector<Tensor>& a,
                                  const std::vector<Tensor>& b);
+
+// The number of steps of scan and map: the common size of dim 0 of the xs
+// leaves (at least one step).
+int64_t scan_length(const char* op, const std::vector<Tensor>& xs);
 
 // Throws unless `got` has `expected`'s number of leaves and each leaf its shape
 // and dtype; the message names the leaf index and the field that differs.

@@ -2,14 +2,12 @@
 
 #include "func/control_flow/control_flow_ops.h"
 #include "func/control_flow/lanes.h"
+#include "func/control_flow/traced.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
 namespace strata::control_flow {
 
-namespace {
-
-// The number of steps: the common size of dim 0 of the xs leaves.
 int64_t scan_length(const char* op, const std::vector<Tensor>& xs) {
   STRATA_CHECK(!xs.empty(), op, "xs has no tensor leaves, so the number of steps is unknown");
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -22,6 +20,8 @@ int64_t scan_length(const char* op, const std::vector<Tensor>& xs) {
   STRATA_CHECK(length > 0, op, "xs has length 0; the result's shapes need at least one step");
   return length;
 }
+
+namespace {
 
 void append_step(std::vector<Tensor>& args, const std::vector<Tensor>& xs, int64_t t) {
   for (const Tensor& x : xs) args.push_back(x.select(0, t));
@@ -83,20 +83,20 @@ std::vector<Tensor> run_map(const HigherOrderOperator& op, const HopArgs& args) 
 }
 
 constexpr std::initializer_list<HopKey> kInlineKeys = {HopKey::Backend, HopKey::Grad, HopKey::Jvp,
-                                                       HopKey::Vmap};
+                                                       HopKey::Vmap, HopKey::Functionalize};
 
 }  // namespace
 
 const HigherOrderOperator& scan_op() {
   static HigherOrderOperator op("strata::scan");
-  static const bool registered = (op.impl(kInlineKeys, &run_scan), true);
+  static const bool registered = (op.impl(kInlineKeys, &run_scan).impl(HopKey::Trace, &trace_scan), true);
   (void)registered;
   return op;
 }
 
 const HigherOrderOperator& map_op() {
   static HigherOrderOperator op("strata::map");
-  static const bool registered = (op.impl(kInlineKeys, &run_map), true);
+  static const bool registered = (op.impl(kInlineKeys, &run_map).impl(HopKey::Trace, &trace_map), true);
   (void)registered;
   return op;
 }

@@ -1,5 +1,6 @@
 #include "func/control_flow/control_flow_ops.h"
 #include "func/control_flow/lanes.h"
+#include "func/control_flow/traced.h"
 #include "tensor/error.h"
 
 namespace strata::control_flow {
@@ -37,8 +38,7 @@ std::vector<Tensor> run_while_loop(const HigherOrderOperator& op, const HopArgs&
 const HigherOrderOperator& while_loop_op() {
   static HigherOrderOperator op("strata::while_loop");
   static const bool registered =
-      (op.impl({HopKey::Backend, HopKey::Grad, HopKey::Jvp, HopKey::Vmap}, &run_while_loop),
-       true);
+      (op.impl({HopKey::Backend, HopKey::Grad, HopKey::Jvp, HopKey::Vmap, HopKey::Functionalize}, &run_while_loop).impl(HopKey::Trace, &trace_while_loop), true);
   (void)registered;
   return op;
 }

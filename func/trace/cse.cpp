@@ -10,8 +10,9 @@ namespace {
 
 // Whether a node may be merged with an equal one: it writes nothing, and draws
 // no random numbers (two draws are two different values).
+// A higher-order operator's node is never merged: its subgraphs are not compared.
 bool pure(const GraphNode& node) {
-  if (node.op.schema().is_mutable()) return false;
+  if (node.hop != nullptr || writes_argument(node)) return false;
   for (const Argument& arg : node.op.schema().arguments()) {
     if (arg.type.kind == SchemaType::Kind::Generator) return false;
   }
@@ -27,7 +28,7 @@ Graph eliminate_common_subexpressions(const Graph& g) {
   std::iota(replacement.begin(), replacement.end(), int64_t{0});
   std::vector<bool> keep(g.nodes().size(), true);
   for (const GraphNode& node : g.nodes()) {
-    if (node.op.schema().is_mutable()) return rebuild_graph(g, keep, replacement);
+    if (writes_argument(node)) return rebuild_graph(g, keep, replacement);
   }
   std::unordered_map<std::string, size_t> seen;
   for (size_t n = 0; n < g.nodes().size(); ++n) {

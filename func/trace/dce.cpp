@@ -13,7 +13,7 @@ Graph eliminate_dead_code(const Graph& g) {
   std::vector<bool> keep(g.nodes().size(), false);
   for (size_t n = g.nodes().size(); n-- > 0;) {
     const GraphNode& node = g.nodes()[n];
-    bool live = node.op.schema().is_mutable();
+    bool live = writes_argument(node);
     for (const NodeResult& r : node.results) {
       for (int64_t id : r.values) live = live || live_value[static_cast<size_t>(id)];
     }

@@ -38,6 +38,26 @@ size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeA
   return nodes_.size() - 1;
 }
 
+size_t Graph::add_hop_node(const HigherOrderOperator& hop, std::vector<NodeArg> args,
+                           std::vector<std::shared_ptr<const Graph>> subgraphs,
+                           std::vector<int64_t> attrs) {
+  GraphNode node;
+  node.args = std::move(args);
+  node.hop = &hop;
+  node.subgraphs = std::move(subgraphs);
+  node.attrs = std::move(attrs);
+  nodes_.push_back(std::move(node));
+  return nodes_.size() - 1;
+}
+
+std::string node_name(const GraphNode& node) {
+  return node.hop != nullptr ? node.hop->name() : node.op.operator_name().to_string();
+}
+
+bool writes_argument(const GraphNode& node) {
+  return node.hop == nullptr && node.op.schema().is_mutable();
+}
+
 void Graph::begin_result(size_t node, bool is_list) {
   nodes_.at(node).results.push_back(NodeResult{is_list, {}});
 }
@@ -52,7 +72,7 @@ int64_t Graph::add_node_output(size_t node, ValueType type) {
 std::vector<std::string> Graph::op_names() const {
   std::vector<std::string> names;
   names.reserve(nodes_.size());
-  for (const GraphNode& node : nodes_) names.push_back(node.op.operator_name().to_string());
+  for (const GraphNode& node : nodes_) names.push_back(node_name(node));
   return names;
 }
 
@@ -99,7 +119,9 @@ Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
     for (NodeArg& arg : args) {
       for (int64_t& id : arg.values) id = mapped(id);
     }
-    const size_t copy = out.add_node(node.op, node.keys, std::move(args));
+    const size_t copy = node.hop != nullptr
+                            ? out.add_hop_node(*node.hop, std::move(args), node.subgraphs, node.attrs)
+                            : out.add_node(node.op, node.keys, std::move(args));
     for (const NodeResult& r : node.results) {
       out.begin_result(copy, r.is_list);
       for (int64_t id : r.values) {

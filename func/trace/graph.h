@@ -11,6 +11,7 @@
 #include "tensor/small_vector.h"
 #include "func/trace/typed_replay.h"
 #include "func/tree.h"
+#include "transforms/higher_order_op.h"
 
 // Note [Trace graphs]
 // A Graph is what trace() recorded: values (tensors) and nodes (operator calls).
@@ -63,8 +64,11 @@ struct NodeResult {
   ValueIds values;
 };
 
+class Graph;
+
 struct GraphNode {
-  OperatorHandle op;
+  // Unset (a null entry) in a higher-order operator's node.
+  OperatorHandle op{nullptr};
   // The kernel replay calls, resolved for the backend key at construction.
   DispatchKeySet keys;
   const KernelFunction* kernel = nullptr;
@@ -72,6 +76,12 @@ struct GraphNode {
   std::vector<NodeResult> results;
   // The kernel's typed call, when it has one replay knows (Note [Typed replay]).
   TypedReplayFn typed = nullptr;
+  // A higher-order operator's node (Note [Control flow in graphs] in
+  // higher_order_recording.cpp): args are one Value per operand, then one
+  // ValueList per subgraph, the values it captures; each result is one tensor.
+  const HigherOrderOperator* hop = nullptr;
+  std::vector<std::shared_ptr<const Graph>> subgraphs;
+  std::vector<int64_t> attrs;
 };
 
 class Graph {
@@ -111,6 +121,9 @@ class Graph {
   int64_t add_constant(Tensor value);
   // Resolves the node's kernel for `keys` (its backend key); returns the node's index.
   size_t add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeArg> args);
+  // A higher-order operator's node; returns its index.
+  size_t add_hop_node(const HigherOrderOperator& hop, std::vector<NodeArg> args,
+                      std::vector<std::shared_ptr<const Graph>> subgraphs, std::vector<int64_t> attrs);
   // Starts the next result of node `node`: a tensor, or a tensor list.
   void begin_result(size_t node, bool is_list);
   // A new value in the last result begun of node `node`.
@@ -123,6 +136,12 @@ class Graph {
   std::vector<int64_t> inputs_;
   std::vector<int64_t> outputs_;
 };
+
+// "strata::mul.Tensor", or a higher-order operator's "strata::cond".
+std::string node_name(const GraphNode& node);
+// Whether the node writes one of its arguments (a higher-order operator's never
+// does: its subgraphs may not write their inputs).
+bool writes_argument(const GraphNode& node);
 
 // The values a node needs printed (or copied) before it: every id below this.
 size_t values_before(const GraphNode& node);
@@ -140,6 +159,9 @@ Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
 Graph eliminate_dead_code(const Graph& g);
 // Merges nodes that call the same op on the same arguments (cse.cpp).
 Graph eliminate_common_subexpressions(const Graph& g);
+
+// A subgraph as a higher-order operator's function: g.run(args, then captured).
+FlatFn subgraph_fn(std::shared_ptr<const Graph> g, std::vector<Tensor> captured);
 
 // The key replay calls an op's kernel at: its device's backend.
 DispatchKeySet replay_keys(Device device);

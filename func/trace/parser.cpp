@@ -329,6 +329,10 @@ void parse_node(LineParser& p, ParseState& st,
   const std::optional<OperatorHandle> op = Dispatcher::singleton().find_schema(parse_operator_name(name));
   if (!op) {
     p.pos_ = name_at;
+    if (find_higher_order_op(name) != nullptr) {
+      p.fail(name + " is a higher-order operator: reading a graph with subgraphs back is not "
+             "supported; replay the Graph object instead");
+    }
     p.fail("unknown operator '" + name + "'");
   }
   const std::vector<Argument>& schema_args = op->schema().arguments();

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string>
 
 #include "func/trace/graph.h"
 
@@ -18,6 +19,16 @@
 // floating value always has a '.' or an exponent, so 2 and 2.0 stay apart (they
 // promote differently), and a constant made from a C++ number (`x * 2.5`) says
 // `wrapped` after its value, as it promotes like one. A random op's generator prints as generator(seed=S, offset=O).
+// A higher-order operator's node lists its operands, then the values each
+// subgraph captures and its static attributes, then its subgraphs, each a
+// graph's text indented two spaces inside braces:
+//   %3 : Float64[2] = strata::cond(%2, %0, captures=[[], [%1]], attrs=[]) {
+//     %0 : Float64[2] = input
+//     %1 : Float64[2] = strata::sin(%0)
+//     return %1
+//   } {
+//     ...
+//   }
 
 namespace strata {
 namespace {
@@ -100,6 +111,27 @@ void print_typed(std::ostream& out, const Graph& g, int64_t id) {
   out << '%' << id << " : " << to_string(g.values()[static_cast<size_t>(id)].type);
 }
 
+void print_hop_call(std::ostream& out, const GraphNode& node) {
+  out << node.hop->name() << '(';
+  const size_t operands = node.args.size() - node.subgraphs.size();
+  for (size_t i = 0; i < operands; ++i) {
+    if (i > 0) out << ", ";
+    print_value_ref(out, node.args[i].values[0]);
+  }
+  out << (operands > 0 ? ", " : "") << "captures=";
+  print_list(out, std::vector<NodeArg>(node.args.begin() + static_cast<std::ptrdiff_t>(operands), node.args.end()),
+             [&](const NodeArg& arg) { print_list(out, arg.values, [&](int64_t id) { print_value_ref(out, id); }); });
+  out << ", attrs=";
+  print_list(out, node.attrs, [&](int64_t a) { out << a; });
+  out << ") {\n";
+  for (size_t s = 0; s < node.subgraphs.size(); ++s) {
+    if (s > 0) out << "} {\n";
+    std::istringstream lines(node.subgraphs[s]->to_string());
+    for (std::string line; std::getline(lines, line);) out << "  " << line << '\n';
+  }
+  out << "}\n";
+}
+
 void print_node(std::ostream& out, const Graph& g, const GraphNode& node) {
   if (node.results.empty()) out << "()";
   for (size_t r = 0; r < node.results.size(); ++r) {
@@ -111,7 +143,12 @@ void print_node(std::ostream& out, const Graph& g, const GraphNode& node) {
       print_typed(out, g, result.values[0]);
     }
   }
-  out << " = " << node.op.operator_name().to_string() << '(';
+  out << " = ";
+  if (node.hop != nullptr) {
+    print_hop_call(out, node);
+    return;
+  }
+  out << node.op.operator_name().to_string() << '(';
   const std::vector<Argument>& schema_args = node.op.schema().arguments();
   for (size_t i = 0; i < node.args.size(); ++i) {
     if (i > 0) out << ", ";

@@ -34,6 +34,9 @@ void GraphRecorder::bind(const Tensor& t, int64_t id) {
 int64_t GraphRecorder::value_of(const Tensor& t) {
   const auto it = ids_.find(t.impl());
   if (it != ids_.end()) return it->second;
+  if (parent_ != nullptr) {
+    if (const std::optional<int64_t> lifted = lift_capture(t)) return *lifted;
+  }
   STRATA_CHECK(t.key_set() == DispatchKeySet(backend_key(t.device().type)), "trace",
                "a ", t.impl()->impl_name(), " reached the recorder as a constant; ",
                "only plain tensors can be kept in a graph");

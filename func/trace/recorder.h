@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -37,7 +38,13 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   Graph take_graph() { return std::move(graph_); }
 
  private:
+  // Records control flow as nodes with subgraphs (higher_order_recording.cpp).
+  friend class HigherOrderRecording;
   int64_t value_of(const Tensor& t);
+  // A value of an enclosing trace, used by the function this recorder traces
+  // into a subgraph: a new input of the subgraph, or nullopt when no enclosing
+  // trace knows t.
+  std::optional<int64_t> lift_capture(const Tensor& t);
   void bind(const Tensor& t, int64_t id);
   void record(const OperatorHandle& op, Stack& stack);
   // Runs a call: its kernel, or in fake mode its shape function.
@@ -48,6 +55,10 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   std::unordered_map<const TensorImpl*, int64_t> ids_;
   std::vector<Tensor> alive_;  // every bound tensor, so no address is reused while tracing
   int inside_recorded_call_ = 0;
+  // Set while tracing a higher-order operator's function: the enclosing trace's
+  // recorder, and the tensors lifted from it (in the order of their inputs).
+  GraphRecorder* parent_ = nullptr;
+  std::vector<Tensor> captures_;
 };
 
 // Pushes a GraphRecorder for the session's scope; trace() uses it.

@@ -63,7 +63,38 @@ IValue argument_value(const NodeArg& arg, const std::vector<Tensor>& env) {
   return IValue();
 }
 
+// The call a higher-order operator's node stands for, on this replay's values;
+// it takes the operator's current key, so a predicate or a trip count comes from
+// this replay's data.
+void run_hop_node(const GraphNode& node, std::vector<Tensor>& env) {
+  const size_t operands = node.args.size() - node.subgraphs.size();
+  HopArgs args;
+  args.operands.reserve(operands);
+  for (size_t i = 0; i < operands; ++i) {
+    args.operands.push_back(env[static_cast<size_t>(node.args[i].values[0])]);
+  }
+  for (size_t s = 0; s < node.subgraphs.size(); ++s) {
+    std::vector<Tensor> captured;
+    for (int64_t id : node.args[operands + s].values) captured.push_back(env[static_cast<size_t>(id)]);
+    args.fns.push_back(subgraph_fn(node.subgraphs[s], std::move(captured)));
+  }
+  args.attrs = node.attrs;
+  const std::vector<Tensor> out = (*node.hop)(args);
+  STRATA_CHECK(out.size() == node.results.size(), "Graph", node.hop->name(), " returned ",
+               out.size(), " tensors on replay but ", node.results.size(), " when traced");
+  for (size_t r = 0; r < out.size(); ++r) env[static_cast<size_t>(node.results[r].values[0])] = out[r];
+}
+
 }  // namespace
+
+FlatFn subgraph_fn(std::shared_ptr<const Graph> g, std::vector<Tensor> captured) {
+  return [g = std::move(g), captured = std::move(captured)](const std::vector<Tensor>& args) {
+    if (captured.empty()) return g->run(args);
+    std::vector<Tensor> inputs = args;
+    inputs.insert(inputs.end(), captured.begin(), captured.end());
+    return g->run(inputs);
+  };
+}
 
 std::vector<Tensor> Graph::run(const std::vector<Tensor>& inputs) const {
   check_inputs(*this, inputs);
@@ -78,6 +109,10 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& inputs) const {
   }
   Stack stack;
   for (const GraphNode& node : nodes_) {
+    if (node.hop != nullptr) {
+      run_hop_node(node, env);
+      continue;
+    }
     if (direct && node.typed) {
       node.typed(node, env.data());
       continue;

@@ -125,16 +125,20 @@ TEST_F(ControlFlowErrors, MissingKeyNamesTheOperatorAndTheKey) {
   EXPECT_EQ(st::find_higher_order_op("test::no_such_op"), nullptr);
 }
 
-TEST_F(ControlFlowErrors, TraceRefusesRatherThanRecordingOneBranch) {
+TEST_F(ControlFlowErrors, ARecordingModeThatIsNotTracesIsRefused) {
   const st::Tensor x = st::tensor({1.0, 2.0}, {2});
   auto f = [](const st::Tensor& v) {
     return st::cond(v.sum() > 0.0, [](const st::Tensor& a) { return a.sin(); },
                     [](const st::Tensor& a) { return a.cos(); }, v);
   };
-  expect_contains(error_message([&] { st::trace(f)(x); }),
-                  {"strata::cond", "no implementation for key Trace"});
-  expect_contains(error_message([&] { st::trace(st::vmap(f))(st::stack({x, -x}, 0)); }),
-                  {"strata::cond", "key Trace"});
+  struct Recording : st::DispatchMode {
+    bool allows_inline_higher_order_ops() const override { return false; }
+  };
+  expect_contains(error_message([&] {
+                    st::DispatchModeGuard guard(std::make_shared<Recording>());
+                    f(x);
+                  }),
+                  {"strata::cond", "not trace()'s"});
   // A mode that only observes sees the taken branch's ops.
   std::map<std::string, int> counts;
   {
