@@ -25,8 +25,8 @@ std::vector<Tensor> run_cond(const HigherOrderOperator& op, const HopArgs& args)
   if (std::optional<bool> taken = concrete_predicate(pred)) {
     return args.fns[*taken ? 0 : 1](operands);
   }
-  const std::vector<Tensor> if_true = args.fns[0](mask_untaken_lanes(pred, true, operands));
-  const std::vector<Tensor> if_false = args.fns[1](mask_untaken_lanes(pred, false, operands));
+  const std::vector<Tensor> if_true = run_on_lanes(pred, true, args.fns[0], operands);
+  const std::vector<Tensor> if_false = run_on_lanes(pred, false, args.fns[1], operands);
   check_same_leaves(op.name().c_str(), "the branches' outputs", "true_fn", if_true, "false_fn",
                     if_false);
   return select_lanes(pred, if_true, if_false);

@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "tensor/tensor.h"
+#include "transforms/higher_order_op.h"
+#include "transforms/higher_order_op.h"
 
 // What the control-flow operators share: the predicate's checks and value, the
 // per-lane selection of a batched predicate, and the check that two functions'
@@ -34,11 +36,16 @@ bool any_lane(const Tensor& pred);
 // stop_gradient(x)): on its untaken lanes the operand is a constant to every
 // grad and jvp level, and the derivative flowing back into x is selected away
 // there, never multiplied. Tensors a function captures rather than takes as
-// operands are not masked.
+// operands are masked as it uses them: a dispatch mode pushed while it runs
+// swaps them for their masked versions (masked_call.cpp).
 //
 // The operands for a function that runs on the lanes where pred == taken_when.
 std::vector<Tensor> mask_untaken_lanes(const Tensor& pred, bool taken_when,
                                        const std::vector<Tensor>& operands);
+// fn on the lanes where pred == taken_when: its operands and the tensors it
+// captures masked. Called under a transform (pred is per lane).
+std::vector<Tensor> run_on_lanes(const Tensor& pred, bool taken_when, const FlatFn& fn,
+                                 const std::vector<Tensor>& operands);
 // where(pred, a[i], b[i]) for every leaf.
 std::vector<Tensor> select_lanes(const Tensor& pred, const std::vector<Tensor>& a,
                                  const std::vector<Tensor>& b);

@@ -26,7 +26,7 @@ std::vector<Tensor> run_while_loop(const HigherOrderOperator& op, const HopArgs&
     const Tensor pred = predicate_of(op, cond_fn(carry));
     const std::optional<bool> go_on = concrete_predicate(pred);
     if (go_on ? !*go_on : !any_lane(pred)) return carry;
-    std::vector<Tensor> next = body_fn(go_on ? carry : mask_untaken_lanes(pred, true, carry));
+    std::vector<Tensor> next = go_on ? body_fn(carry) : run_on_lanes(pred, true, body_fn, carry);
     check_same_leaves(name, "the body's result and the carry", "the carry", carry, "body_fn",
                       next);
     carry = go_on ? std::move(next) : select_lanes(pred, next, carry);

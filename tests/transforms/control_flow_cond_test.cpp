@@ -170,6 +170,47 @@ TEST(CondVmap, UntakenBranchDoesNotPoisonGradients) {
   EXPECT_TRUE(allclose(st::jacrev(total)(xs), reference));
 }
 
+// The same with the poisoned derivative on a captured tensor: sqrt(x * w) on
+// negative lanes, w captured by the branch rather than passed as an operand.
+TEST(CondVmap, CapturedTensorsAreMaskedOnUntakenLanes) {
+  const std::vector<double> values{4.0, -1.0, 9.0, -4.0, 0.5};
+  const st::Tensor xs = st::tensor(values, {5});
+  auto per_lane = [](const st::Tensor& x, const st::Tensor& w) {
+    return st::cond(x > 0.0, [&](const st::Tensor& a) { return (a * w).sqrt(); },
+                    [&](const st::Tensor& a) { return a * w * w; }, x);
+  };
+  auto total = [&](const st::Tensor& w) {
+    return st::vmap([&](const st::Tensor& x) { return per_lane(x, w); })(xs).sum();
+  };
+  auto total_with_if = [&](const st::Tensor& w) {
+    st::Tensor sum = st::zeros({}, st::kFloat64);
+    for (int64_t i = 0; i < xs.size(0); ++i) {
+      const st::Tensor x = xs.select(0, i);
+      sum = sum + (x.item<double>() > 0 ? (x * w).sqrt() : x * w * w);
+    }
+    return sum;
+  };
+  const st::Tensor w = st::tensor({1.5}, {});
+  double expected = 0.0;
+  for (double x : values) expected += x > 0 ? 0.5 * x / std::sqrt(x * 1.5) : 2.0 * x * 1.5;
+  EXPECT_NEAR(st::grad(total)(w).item<double>(), expected, 1e-12);
+  EXPECT_TRUE(allclose(st::grad(total)(w), st::grad(total_with_if)(w)));
+  const auto [value, tangent] = st::jvp(total, std::tuple{w}, std::tuple{st::ones({}, st::kFloat64)});
+  EXPECT_TRUE(allclose(value, total_with_if(w)));
+  EXPECT_NEAR(tangent.item<double>(), expected, 1e-12);
+  // Per-sample gradients with respect to the captured tensor.
+  const st::Tensor ws = st::full({5}, 2.0, st::kFloat64);
+  const st::Tensor per_sample =
+      st::vmap(st::grad([](const st::Tensor& w1, const st::Tensor& x) {
+        return st::cond(x > 0.0, [&](const st::Tensor& a) { return (a * w1).sqrt(); },
+                        [&](const st::Tensor& a) { return a * w1 * w1; }, x);
+      }))(ws, xs);
+  for (int64_t i = 0; i < 5; ++i) {
+    const double x = values[static_cast<size_t>(i)];
+    EXPECT_NEAR(per_sample.select(0, i).item<double>(), x > 0 ? 0.5 * x / std::sqrt(2.0 * x) : 4.0 * x, 1e-12) << i;
+  }
+}
+
 TEST(CondVmap, NestedBatchingAtEitherOrBothLevels) {
   st::Generator gen(5);
   const st::Tensor outer = st::randn({3, 2}, gen, st::kFloat64);  // predicate source

@@ -42,8 +42,10 @@ TEST(ControlFlowTrace, CondIsOneNodeAndReplayTakesTheNewDatasBranch) {
   EXPECT_EQ(count(names, "strata::sin"), 0) << g.to_string();
   EXPECT_EQ(count(names, "strata::cos"), 0) << g.to_string();
   const st::Tensor w2 = st::tensor({-1.0, 0.5, 2.0}, {3});
+  const st::Graph optimized = g.optimized();
   for (const st::Tensor& input : {x, -x, x * 3.0, -x - 1.0}) {
     EXPECT_TRUE(allclose(g(input, w2).at(0), branchy_with_if(input, w2)));
+    EXPECT_TRUE(allclose(optimized(input, w2).at(0), branchy_with_if(input, w2)));
   }
 }
 
@@ -228,6 +230,12 @@ TEST(ControlFlowTrace, AFunctionThatWritesItsInputIsRefusedAndFunctionalizeRecor
     EXPECT_TRUE(allclose(out, writes(expected_input))) << input;
     EXPECT_TRUE(allclose(copy, expected_input)) << "the write reaches the input at the end";
   }
+  auto writes_captured_then_reads = [](const st::Tensor& v) {
+    const st::Tensor acc = v * 1.0;
+    const st::Tensor out = st::map([&](const st::Tensor& a) { acc.select(0, 0).mul_(a); return a + acc.sum(); }, v);
+    return out + acc.sum();
+  };
+  EXPECT_TRUE(allclose(st::functionalize(writes_captured_then_reads)(x), writes_captured_then_reads(x)));
   expect_contains(error_message([&] { st::trace(st::functionalize(writes))(x); }),
                   {"strata::cond", "inside a transform", "functionalize"});
 }

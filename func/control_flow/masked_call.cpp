@@ -1,0 +1,97 @@
+#include <unordered_map>
+#include <unordered_set>
+
+#include "dispatcher/dispatch_mode.h"
+#include "dispatcher/dispatcher.h"
+#include "func/control_flow/lanes.h"
+#include "ops/elementwise.h"
+#include "transforms/layer_stack.h"
+
+namespace strata::control_flow {
+
+namespace {
+
+// Masks the tensors a function captures (Note [Untaken lanes do not poison
+// derivatives]): for each call the function makes at its own level, a floating
+// argument the function did not compute and that some grad or jvp level sees
+// is replaced by its masked version (made once per tensor). The calls made
+// while one of these runs, and arguments an op writes, are left alone.
+class MaskCaptured final : public DispatchMode {
+ public:
+  MaskCaptured(Tensor pred, bool taken_when, int64_t level, const std::vector<Tensor>& operands)
+      : pred_(std::move(pred)), taken_when_(taken_when), level_(level) {
+    for (const Tensor& x : operands) keep(x);
+  }
+
+  void dispatch(const OperatorHandle& op, Stack& stack) override {
+    const std::vector<Argument>& schema_args = op.schema().arguments();
+    const size_t first = stack.size() - schema_args.size();
+    if (at_function_level()) {
+      for (size_t i = first; i < stack.size(); ++i) {
+        const Argument& arg = schema_args[i - first];
+        if (arg.alias && arg.alias->is_write) continue;
+        if (stack[i].is_tensor()) {
+          mask(stack[i].to_tensor());
+        } else if (stack[i].is_tensor_list()) {
+          for (Tensor& t : stack[i].to_tensor_list()) mask(t);
+        }
+      }
+    }
+    ++depth_;
+    try {
+      call_next(op, stack);
+    } catch (...) {
+      --depth_;
+      throw;
+    }
+    --depth_;
+    for_each_tensor_argument(stack, stack.size() - op.schema().returns().size(),
+                             [&](const Tensor& t) { keep(t); });
+  }
+
+ private:
+  // A call the function makes itself: its level on top (not a transform it
+  // applies inside), and not made while a call of it runs (a batching rule's
+  // or a composite's ops on the values it already chose).
+  bool at_function_level() const {
+    return depth_ == 0 && !layer_stack_empty() && top_layer("control flow").level == level_;
+  }
+
+  // t is the function's own (an operand, already masked, or a result): never masked.
+  void keep(const Tensor& t) {
+    if (!t.defined()) return;
+    own_.insert(t.impl());
+    alive_.push_back(t);  // so no captured tensor is later allocated at its address
+  }
+
+  void mask(Tensor& t) {
+    if (!t.defined() || !is_floating_point(t.dtype()) || own_.count(t.impl()) > 0) return;
+    auto it = masked_.find(t.impl());
+    if (it == masked_.end()) {
+      std::vector<Tensor> masked = mask_untaken_lanes(pred_, taken_when_, {t});
+      it = masked_.emplace(t.impl(), masked.front()).first;
+      keep(masked.front());
+    }
+    t = it->second;
+  }
+
+  Tensor pred_;
+  bool taken_when_;
+  int64_t level_;
+  int depth_ = 0;
+  std::unordered_set<const TensorImpl*> own_;
+  std::unordered_map<const TensorImpl*, Tensor> masked_;
+  std::vector<Tensor> alive_;
+};
+
+}  // namespace
+
+std::vector<Tensor> run_on_lanes(const Tensor& pred, bool taken_when, const FlatFn& fn,
+                                 const std::vector<Tensor>& operands) {
+  const std::vector<Tensor> masked = mask_untaken_lanes(pred, taken_when, operands);
+  const DispatchModeGuard guard(std::make_shared<MaskCaptured>(
+      pred, taken_when, top_layer("control flow").level, masked));
+  return fn(masked);
+}
+
+}  // namespace strata::control_flow
