@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "func/trace/graph.h"
+#include "func/trace/line_parser.h"
 #include "ops/creation.h"
 #include "tensor/error.h"
 
@@ -10,173 +11,24 @@
 namespace strata {
 namespace {
 
-// A parsed literal before the schema gives it a type.
-struct Literal {
-  enum class Kind { None, Bool, Int, Double, Ref, Word, String, List, Generator };
-  Kind kind = Kind::None;
-  bool b = false;
-  int64_t i = 0;
-  double d = 0.0;
-  std::string text;  // Word, String
-  std::vector<Literal> items;
-  uint64_t seed = 0, offset = 0;
-};
+using graph_text::LineParser;
+using graph_text::Literal;
 
-class LineParser {
- public:
-  LineParser(std::string_view line, size_t line_number) : s_(line), line_(line_number) {}
+using ResultLists = std::vector<std::pair<bool, std::vector<std::pair<int64_t, ValueType>>>>;
 
-  [[noreturn]] void fail(const std::string& what) const {
-    std::ostringstream out;
-    out << "line " << line_ << ", column " << pos_ + 1 << ": " << what << "\n  " << s_ << "\n  "
-        << std::string(pos_, ' ') << '^';
-    STRATA_FAIL("Graph::parse", out.str());
-  }
-  void skip_space() {
-    while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
-  }
-  bool at_end() {
-    skip_space();
-    return pos_ >= s_.size();
-  }
-  bool peek(char c) {
-    skip_space();
-    return pos_ < s_.size() && s_[pos_] == c;
-  }
-  bool accept(char c) {
-    if (!peek(c)) return false;
-    ++pos_;
-    return true;
-  }
-  void expect(char c) {
-    if (!accept(c)) fail(std::string("expected '") + c + "'");
-  }
-  bool accept_word(std::string_view w) {
-    skip_space();
-    if (s_.substr(pos_, w.size()) != w) return false;
-    pos_ += w.size();
-    return true;
-  }
-  std::string word() {
-    skip_space();
-    const size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) ||
-                                 s_[pos_] == '_' || s_[pos_] == ':' || s_[pos_] == '.')) {
-      ++pos_;
-    }
-    if (pos_ == start) fail("expected a name");
-    return std::string(s_.substr(start, pos_ - start));
-  }
-  int64_t integer() {
-    skip_space();
-    const std::string str(s_.substr(pos_));
-    char* end = nullptr;
-    const long long v = std::strtoll(str.c_str(), &end, 10);
-    if (end == str.c_str()) fail("expected an integer");
-    pos_ += static_cast<size_t>(end - str.c_str());
-    return v;
-  }
-  int64_t ref() {
-    expect('%');
-    if (pos_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
-      fail("expected a value number after '%'");
-    }
-    return integer();
-  }
-  ValueType type() {
-    ValueType t;
-    skip_space();
-    const size_t at = pos_;
-    const std::string dtype = word();
-    if (dtype == "Bool") t.dtype = kBool;
-    else if (dtype == "Int64") t.dtype = kInt64;
-    else if (dtype == "Float32") t.dtype = kFloat32;
-    else if (dtype == "Float64") t.dtype = kFloat64;
-    else {
-      pos_ = at;
-      fail("unknown dtype '" + dtype + "'");
-    }
-    expect('[');
-    while (!accept(']')) {
-      if (!t.sizes.empty()) expect(',');
-      t.sizes.push_back(integer());
-    }
-    skip_space();
-    if (pos_ < s_.size() && std::isalpha(static_cast<unsigned char>(s_[pos_]))) {
-      t.device = Device(word());
-    }
-    return t;
-  }
-  Literal literal() {
-    skip_space();
-    Literal l;
-    if (peek('%')) {
-      l.kind = Literal::Kind::Ref;
-      l.i = ref();
-    } else if (accept('[')) {
-      l.kind = Literal::Kind::List;
-      while (!accept(']')) {
-        if (!l.items.empty()) expect(',');
-        l.items.push_back(literal());
-      }
-    } else if (accept('\'')) {
-      l.kind = Literal::Kind::String;
-      const size_t close = s_.find('\'', pos_);
-      if (close == std::string_view::npos) fail("unterminated string");
-      l.text = std::string(s_.substr(pos_, close - pos_));
-      pos_ = close + 1;
-    } else if (pos_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[pos_])) ||
-                                     s_[pos_] == '-' || s_[pos_] == '+')) {
-      const std::string str(s_.substr(pos_));
-      char* end = nullptr;
-      const double d = std::strtod(str.c_str(), &end);
-      if (end == str.c_str()) fail("expected a number");
-      const std::string number = str.substr(0, static_cast<size_t>(end - str.c_str()));
-      pos_ += number.size();
-      if (number.find_first_of(".eEin") == std::string::npos) {
-        l.kind = Literal::Kind::Int;
-        l.i = std::strtoll(number.c_str(), nullptr, 10);
-      } else {
-        l.kind = Literal::Kind::Double;
-        l.d = d;
-      }
-    } else {
-      const std::string w = word();
-      if (w == "None") {
-        l.kind = Literal::Kind::None;
-      } else if (w == "True" || w == "False") {
-        l.kind = Literal::Kind::Bool;
-        l.b = w == "True";
-      } else if (w == "inf" || w == "nan") {
-        l.kind = Literal::Kind::Double;
-        l.d = std::strtod(w.c_str(), nullptr);
-      } else if (w == "generator") {
-        l.kind = Literal::Kind::Generator;
-        expect('(');
-        if (!accept_word("seed=")) fail("expected seed=");
-        l.seed = static_cast<uint64_t>(integer());
-        expect(',');
-        if (!accept_word("offset=")) fail("expected offset=");
-        l.offset = static_cast<uint64_t>(integer());
-        expect(')');
-      } else {
-        l.kind = Literal::Kind::Word;
-        l.text = w;
-      }
-    }
-    return l;
-  }
-
-  size_t pos_ = 0;
-
- private:
-  std::string_view s_;
-  size_t line_;
+// A higher-order operator's line, waiting for its subgraphs' lines.
+struct PendingHop {
+  const HigherOrderOperator* hop = nullptr;
+  std::vector<NodeArg> args;
+  std::vector<int64_t> attrs;
+  ResultLists results;
+  size_t subgraphs = 0;
 };
 
 struct ParseState {
   Graph graph;
   std::vector<int64_t> ids;  // text id -> graph id (-1: not defined yet)
+  std::optional<PendingHop> pending;
 
   int64_t resolve(LineParser& p, int64_t text_id) const {
     if (text_id < 0 || static_cast<size_t>(text_id) >= ids.size() || ids[text_id] < 0) {
@@ -322,17 +174,59 @@ Tensor constant_tensor(LineParser& p, const ValueType& type, const Literal& l) {
   return type.dtype == kFloat32 ? t.to(kFloat32) : t;
 }
 
-void parse_node(LineParser& p, ParseState& st,
-                const std::vector<std::pair<bool, std::vector<std::pair<int64_t, ValueType>>>>& results) {
+// "name(%a, %b, captures=[[%c], []], attrs=[1, 0]) {": the subgraphs follow.
+void parse_hop_header(LineParser& p, ParseState& st, const HigherOrderOperator& hop,
+                      const ResultLists& results) {
+  PendingHop pending;
+  pending.hop = &hop;
+  p.expect('(');
+  while (!p.accept_word("captures=")) {
+    NodeArg arg;
+    arg.kind = NodeArg::Kind::Value;
+    arg.values.push_back(st.resolve(p, p.ref()));
+    pending.args.push_back(std::move(arg));
+    p.expect(',');
+  }
+  const Literal captures = p.literal();
+  if (captures.kind != Literal::Kind::List) p.fail("expected a list of captured values per subgraph");
+  for (const Literal& list : captures.items) {
+    if (list.kind != Literal::Kind::List) p.fail("expected a list of captured values");
+    NodeArg arg;
+    arg.kind = NodeArg::Kind::ValueList;
+    for (const Literal& ref : list.items) {
+      if (ref.kind != Literal::Kind::Ref) p.fail("expected a value reference");
+      arg.values.push_back(st.resolve(p, ref.i));
+    }
+    pending.args.push_back(std::move(arg));
+  }
+  pending.subgraphs = captures.items.size();
+  p.expect(',');
+  if (!p.accept_word("attrs=")) p.fail("expected 'attrs='");
+  const Literal attrs = p.literal();
+  if (attrs.kind != Literal::Kind::List) p.fail("expected a list of integers after 'attrs='");
+  for (const Literal& a : attrs.items) {
+    if (a.kind != Literal::Kind::Int) p.fail("expected integers after 'attrs='");
+    pending.attrs.push_back(a.i);
+  }
+  p.expect(')');
+  p.expect('{');
+  for (const auto& [is_list, values] : results) {
+    if (is_list || values.size() != 1) p.fail(hop.name() + "'s results are single tensors");
+  }
+  pending.results = results;
+  st.pending = std::move(pending);
+}
+
+void parse_node(LineParser& p, ParseState& st, const ResultLists& results) {
   const size_t name_at = p.pos_;
   const std::string name = p.word();
   const std::optional<OperatorHandle> op = Dispatcher::singleton().find_schema(parse_operator_name(name));
   if (!op) {
-    p.pos_ = name_at;
-    if (find_higher_order_op(name) != nullptr) {
-      p.fail(name + " is a higher-order operator: reading a graph with subgraphs back is not "
-             "supported; replay the Graph object instead");
+    if (const HigherOrderOperator* hop = find_higher_order_op(name)) {
+      parse_hop_header(p, st, *hop, results);
+      return;
     }
+    p.pos_ = name_at;
     p.fail("unknown operator '" + name + "'");
   }
   const std::vector<Argument>& schema_args = op->schema().arguments();
@@ -377,7 +271,7 @@ void parse_line(LineParser& p, ParseState& st, bool& returned) {
     }
     return;
   }
-  std::vector<std::pair<bool, std::vector<std::pair<int64_t, ValueType>>>> results;
+  ResultLists results;
   auto typed = [&]() {
     const int64_t id = p.ref();
     p.expect(':');
@@ -421,10 +315,60 @@ void parse_line(LineParser& p, ParseState& st, bool& returned) {
 
 }  // namespace
 
-Graph Graph::parse(std::string_view text) {
+namespace {
+
+Graph parse_block(std::string_view text, size_t first_line);
+
+// The lines after a higher-order operator's header, up to its closing "}":
+// each subgraph's lines indented two spaces, "} {" between subgraphs.
+void parse_subgraphs(ParseState& st, std::string_view text, size_t& start, size_t& line_number) {
+  PendingHop hop = std::move(*st.pending);
+  st.pending.reset();
+  std::vector<std::shared_ptr<const Graph>> subgraphs;
+  std::string body;
+  size_t body_first_line = line_number + 1;
+  while (true) {
+    if (start >= text.size()) {
+      LineParser p("", line_number);
+      p.fail("the subgraphs of " + hop.hop->name() + " have no closing '}'");
+    }
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (line == "}" || line == "} {") {
+      subgraphs.push_back(std::make_shared<const Graph>(parse_block(body, body_first_line)));
+      body.clear();
+      body_first_line = line_number + 1;
+      if (line == "}") break;
+      continue;
+    }
+    if (line.substr(0, 2) != "  ") {
+      LineParser p(line, line_number);
+      p.fail("expected a subgraph line indented two spaces, '} {' or '}'");
+    }
+    body += line.substr(2);
+    body += '\n';
+  }
+  if (subgraphs.size() != hop.subgraphs) {
+    LineParser p("", line_number);
+    p.fail(hop.hop->name() + " lists captures for " + std::to_string(hop.subgraphs) +
+           " subgraphs but has " + std::to_string(subgraphs.size()));
+  }
+  const size_t node = st.graph.add_hop_node(*hop.hop, std::move(hop.args), std::move(subgraphs),
+                                            std::move(hop.attrs));
+  LineParser p("", line_number);
+  for (const auto& [is_list, values] : hop.results) {
+    st.graph.begin_result(node, false);
+    st.define(p, values[0].first, st.graph.add_node_output(node, values[0].second));
+  }
+}
+
+Graph parse_block(std::string_view text, size_t first_line) {
   ParseState st;
   bool returned = false;
-  size_t line_number = 0;
+  size_t line_number = first_line - 1;
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find('\n', start);
@@ -432,6 +376,7 @@ Graph Graph::parse(std::string_view text) {
     LineParser p(text.substr(start, end - start), ++line_number);
     parse_line(p, st, returned);
     start = end + 1;
+    if (st.pending) parse_subgraphs(st, text, start, line_number);
   }
   if (!returned) {
     LineParser p("", line_number);
@@ -439,5 +384,9 @@ Graph Graph::parse(std::string_view text) {
   }
   return std::move(st.graph);
 }
+
+}  // namespace
+
+Graph Graph::parse(std::string_view text) { return parse_block(text, 1); }
 
 }  // namespace strata

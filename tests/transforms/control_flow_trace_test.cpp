@@ -94,6 +94,15 @@ TEST(ControlFlowTrace, WhileLoopReplayRunsAsManyStepsAsTheNewDataNeeds) {
     }
   }
   EXPECT_GT(*std::max_element(steps.begin(), steps.end()), steps.front() + 1.0);
+  // The text reads back, and a subgraph's bad line is named.
+  const std::string text = g.to_string();
+  EXPECT_EQ(st::Graph::parse(text).to_string(), text);
+  std::string broken = text;
+  broken.replace(broken.find("strata::sin"), 11, "strata::nope");
+  expect_contains(error_message([&] { st::Graph::parse(broken); }),
+                  {"Graph::parse", "unknown operator 'strata::nope'", "line "});
+  expect_contains(error_message([&] { st::Graph::parse(text.substr(0, text.rfind("}\n"))); }),
+                  {"Graph::parse", "no closing '}'"});
   EXPECT_EQ(*std::min_element(steps.begin(), steps.end()), 0.0);  // 10x starts past 10
 }
 
@@ -131,13 +140,15 @@ TEST(ControlFlowTrace, ScanWithANestedCondReplaysPerStepChoices) {
   const std::string text = g.to_string();
   EXPECT_NE(text.find("  %"), std::string::npos) << text;          // an indented subgraph
   EXPECT_NE(text.find("    return"), std::string::npos) << text;  // a subgraph's subgraph
-  expect_contains(error_message([&] { st::Graph::parse(text); }),
-                  {"Graph::parse", "strata::scan is a higher-order operator", "not supported"});
+  const st::Graph parsed = st::Graph::parse(text);
+  EXPECT_EQ(parsed.to_string(), text);
   for (const st::Tensor& input : {xs, -xs, xs * 2.0 - 0.3}) {
-    const std::vector<st::Tensor> out = g(h0, input, w * 0.5);
     const auto [h, ys] = rnn_with_loop(h0, input, w * 0.5);
-    EXPECT_TRUE(allclose(out.at(0), h));
-    EXPECT_TRUE(allclose(out.at(1), ys));
+    for (const st::Graph* graph : {&g, &parsed}) {
+      const std::vector<st::Tensor> out = (*graph)(h0, input, w * 0.5);
+      EXPECT_TRUE(allclose(out.at(0), h));
+      EXPECT_TRUE(allclose(out.at(1), ys));
+    }
   }
 }
 
