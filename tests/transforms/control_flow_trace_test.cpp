@@ -49,6 +49,22 @@ TEST(ControlFlowTrace, CondIsOneNodeAndReplayTakesTheNewDatasBranch) {
   }
 }
 
+TEST(ControlFlowTrace, ABranchReturningItsOperandIsStillTheNodesResult) {
+  // The traced run takes the identity branch; a replay taking the other one
+  // must not read the operand where the node's result is used.
+  auto f = [](const st::Tensor& v) {
+    return st::cond(v.sum() > 0.0, [](const st::Tensor& a) { return a; },
+                    [](const st::Tensor& a) { return -a; }, v) +
+           v * 10.0;
+  };
+  const st::Tensor x = st::tensor({0.5, 1.0}, {2});
+  for (st::TraceMode mode : {st::TraceMode::Real, st::TraceMode::Fake}) {
+    const st::Graph g = st::trace(f, {.mode = mode})(x);
+    EXPECT_TRUE(allclose(g(-x).at(0), x - x * 10.0)) << g.to_string();
+    EXPECT_TRUE(allclose(g(x).at(0), x * 11.0)) << g.to_string();
+  }
+}
+
 TEST(ControlFlowTrace, ReplayUnderGradAndVmapDifferentiatesAndBatchesTheBranch) {
   const st::Tensor x = st::tensor({0.5, 1.0, 0.25}, {3});
   const st::Tensor w = st::tensor({0.1, 0.2, 0.3}, {3});
