@@ -147,6 +147,14 @@ void index_put_forward(ForwardContext& c) {
   c.set_tangent(0, accumulate ? t : t.index_put(indices, zero_scalar(t), false));
 }
 
+// Both read the tangent where they read self.
+void index_forward(ForwardContext& c) {
+  c.set_tangent(0, c.tangent(0).index(c.input_list(1)));
+}
+void masked_select_forward(ForwardContext& c) {
+  c.set_tangent(0, c.tangent(0).masked_select(c.input(1)));
+}
+
 // masked_select is index by the mask broadcast with self.
 void masked_select_backward(BackwardContext& c) {
   const Tensor& mask = c.input(1);
@@ -204,14 +212,20 @@ struct BatchedIndices {
   }
 };
 
+// A batch-first value whose samples are 0-dim as [B, 1]: a 0-dim sample is indexed
+// as one element along dim 0.
+Tensor as_rows(const Tensor& batch, const BatchedArg& arg) {
+  return arg.logical_dim() == 0 ? batch.unsqueeze(1) : batch;
+}
+
 Tensor index_batched(const Tensor& self, const Indices& indices) {
   const batching::VmapLevel at = batching::current_vmap_level(kIndex);
   const BatchedArg data = batching::unwrap(self, at.level);
   const BatchedIndices index(indices, at.level, kIndex);
   const batching::BelowThisLevel below;
   if (!data.batched() && !index.any_batched) return data.value.index(indices);
-  const Tensor out =
-      batching::batch_first_expanded(data, at.batch_size).index(index.with_batch(at.batch_size));
+  const Tensor out = as_rows(batching::batch_first_expanded(data, at.batch_size), data)
+                        .index(index.with_batch(at.batch_size));
   return batching::make_batched(out, 0, at.level);
 }
 
@@ -236,12 +250,13 @@ std::optional<Tensor> index_put_physical(const Tensor& self, const Indices& indi
       source.batched() ? batching::batch_first_padded(source, index.rank + block_rank)
                        : source.value;
   if constexpr (kInPlace) {
-    batching::batch_first(data).index_put_(index.with_batch(at.batch_size), v, accumulate);
+    as_rows(batching::batch_first(data), data)
+        .index_put_(index.with_batch(at.batch_size), v, accumulate);
     return self;
   } else {
-    return batching::make_batched(batching::batch_first_expanded(data, at.batch_size)
-                                      .index_put(index.with_batch(at.batch_size), v, accumulate),
-                                  0, at.level);
+    const Tensor out = as_rows(batching::batch_first_expanded(data, at.batch_size), data)
+                           .index_put(index.with_batch(at.batch_size), v, accumulate);
+    return batching::make_batched(data.logical_dim() == 0 ? out.squeeze(1) : out, 0, at.level);
   }
 }
 
@@ -274,8 +289,9 @@ Tensor masked_select_batched(const Tensor& self, const Tensor& mask) {
   const DimVector sizes = masked_select_sizes(IntArrayRef(batch.sizes().data() + 1, batch.sizes().size() - 1), m.value);
   DimVector batch_sizes{at.batch_size};
   for (int64_t s : sizes) batch_sizes.push_back(s);
-  const Tensor expanded = batching::batch_first_padded(data, static_cast<int64_t>(sizes.size()))
-                              .expand(batch_sizes);
+  Tensor expanded = batching::batch_first_padded(data, static_cast<int64_t>(sizes.size()))
+                        .expand(batch_sizes);
+  if (sizes.empty()) expanded = expanded.unsqueeze(1);
   const BatchedIndices index({m.value.expand(sizes)}, at.level, kMaskedSelect);
   return batching::make_batched(expanded.index(index.with_batch(at.batch_size)), 0, at.level);
 }
@@ -323,7 +339,7 @@ const OpFamily kIndexPutOps("index_put", {
     {.schema = "index.Tensor(Tensor self, Tensor[] indices) -> Tensor",
      .cpu = &index_cpu,
      .derivative = derivative({.backward = &index_backward,
-                               .forward = &autograd::linear_forward,
+                               .forward = &index_forward,
                                .saved_inputs = args(1)}),
      .batching = &index_batched,
      .shape = &index_shape,
@@ -345,7 +361,7 @@ const OpFamily kIndexPutOps("index_put", {
     {.schema = "masked_select(Tensor self, Tensor mask) -> Tensor",
      .cpu = &masked_select_cpu,
      .derivative = derivative({.backward = &masked_select_backward,
-                               .forward = &autograd::linear_forward,
+                               .forward = &masked_select_forward,
                                .saved_inputs = args(1)}),
      .batching = &masked_select_batched,
      .shape = &masked_select_shape,

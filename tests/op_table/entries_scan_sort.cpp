@@ -23,8 +23,10 @@ struct LaneCase {
   int64_t dim;
 };
 
-std::vector<LaneCase> lane_cases() {
-  return {{{5}, L::Contiguous, 0},      {{3, 4}, L::Contiguous, 1},
+// With distinct_lanes, no lane runs along an expanded dim (its values would all
+// tie, and a sort of ties has no derivative for the checks to compare).
+std::vector<LaneCase> lane_cases(bool distinct_lanes = false) {
+  std::vector<LaneCase> cases{{{5}, L::Contiguous, 0},      {{3, 4}, L::Contiguous, 1},
           {{3, 4}, L::Contiguous, 0},   {{3, 4}, L::Contiguous, -1},
           {{2, 3, 4}, L::Contiguous, 1}, {{}, L::Contiguous, 0},
           {{}, L::Contiguous, -1},      {{0, 3}, L::Contiguous, 0},
@@ -32,13 +34,33 @@ std::vector<LaneCase> lane_cases() {
           {{3, 4}, L::Transposed, 1},   {{3, 4}, L::Sliced, 0},
           {{3, 4}, L::Expanded, 0},     {{2, 3, 4}, L::Transposed, 2},
           {{40, 300}, L::Contiguous, 1}};
+  if (distinct_lanes) {
+    std::erase_if(cases, [](const LaneCase& c) { return c.layout == L::Expanded && c.dim == 0; });
+  }
+  return cases;
+}
+
+// make_tensor's values, except that with `distinct` a large case holds distinct
+// values at least 4 / numel apart (random values in a lane of 300 come closer
+// than the finite-difference step, and a sort's derivative jumps where two swap).
+Tensor lane_input(const LaneCase& c, ScalarType dtype, bool distinct) {
+  const int64_t n =
+      std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t{1}, std::multiplies<>());
+  if (!distinct || n < 1000 || !is_floating_point(dtype)) {
+    return make_tensor(c.sizes, dtype, c.layout);
+  }
+  std::vector<double> values;
+  for (int64_t i = 0; i < n; ++i) {
+    values.push_back(-2.0 + 4.0 * static_cast<double>((i * 7919) % n) / static_cast<double>(n));
+  }
+  return from_values(values, c.sizes, dtype);
 }
 
 // One sample per lane case (args: the dim), or two with a flag after the dim
 // (sort's descending: false, true).
 std::vector<Sample> lane_samples(ScalarType dtype, bool with_flag) {
   std::vector<Sample> samples;
-  for (const LaneCase& c : lane_cases()) {
+  for (const LaneCase& c : lane_cases(/*distinct_lanes=*/with_flag)) {
     for (bool flag : {false, true}) {
       if (flag && !with_flag) continue;
       std::ostringstream description;
@@ -46,7 +68,7 @@ std::vector<Sample> lane_samples(ScalarType dtype, bool with_flag) {
                   << (flag ? " descending" : "");
       Stack args{IValue(c.dim)};
       if (with_flag) args.push_back(IValue(flag));
-      samples.push_back({description.str(), {make_tensor(c.sizes, dtype, c.layout)}, args});
+      samples.push_back({description.str(), {lane_input(c, dtype, with_flag)}, args});
     }
   }
   return samples;
@@ -105,7 +127,8 @@ std::vector<Tensor> sort_reference(const Tensor& x, int64_t dim, bool descending
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
       return descending ? before(at(b), at(a)) : before(at(a), at(b));
     });
-    const size_t keep = k >= 0 ? static_cast<size_t>(k) : lane.size();
+    // A 0-dim tensor keeps its one value whatever k is, as in PyTorch.
+    const size_t keep = k >= 0 && !in.sizes.empty() ? static_cast<size_t>(k) : lane.size();
     for (size_t j = 0; j < keep; ++j) {
       const size_t to = static_cast<size_t>(ravel(lane[j], sizes));
       values[to] = at(order[j]);
@@ -167,7 +190,7 @@ OpInfo topk_entry() {
   // args: dim, k, largest; k is at most the smallest lane of the cases it runs on.
   info.samples = [](ScalarType dtype) {
     std::vector<Sample> samples;
-    for (const LaneCase& c : lane_cases()) {
+    for (const LaneCase& c : lane_cases(/*distinct_lanes=*/true)) {
       const int64_t rank = static_cast<int64_t>(c.sizes.size());
       const int64_t size =
           rank == 0 ? 1 : c.sizes[static_cast<size_t>(wrap_reference_dim(c.dim, rank))];
@@ -176,7 +199,7 @@ OpInfo topk_entry() {
           std::ostringstream description;
           description << ShapeCase{c.sizes, c.layout}.description() << " dim " << c.dim << " k "
                       << k << (largest ? " largest" : " smallest");
-          samples.push_back({description.str(), {make_tensor(c.sizes, dtype, c.layout)},
+          samples.push_back({description.str(), {lane_input(c, dtype, true)},
                              {IValue(c.dim), IValue(k), IValue(largest)}});
         }
       }
