@@ -8,15 +8,14 @@
 // A Bool mask makes the number of positions depend on its values: the shape
 // functions count them when the mask has data and otherwise (fake mode) throw,
 // and the batching rules accept only a mask that is the same for every sample.
-#include "kernels/cpu/advanced_indexing.h"
-#include "ops/index_put_internal.h"
-
 #include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "dispatcher/op_def.h"
+#include "kernels/cpu/advanced_indexing.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/index_put_internal.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
