@@ -88,6 +88,74 @@ for batch in (32, 64):
     report(f"CnnVmapGrad/{batch}", lambda: cnn_vmapped(cnn_params, x, t), bench=cnn_peer.bench, reps=11)
     report(f"CnnLoop/{batch}", lambda: cnn_loop(x, t), bench=cnn_peer.bench, reps=5)
 
+
+# Issue 26's models (examples/models.h): the GroupNorm CNN and the Transformer block
+# classifier, as functions of a dict of parameters.
+def gn_cnn_params():
+    shapes = [("conv1.weight", (16, 1, 3, 3)), ("conv1.bias", (16,)), ("gn1.weight", (16,)),
+              ("gn1.bias", (16,)), ("conv2.weight", (32, 16, 3, 3)), ("conv2.bias", (32,)),
+              ("gn2.weight", (32,)), ("gn2.bias", (32,)), ("fc.weight", (10, 800)),
+              ("fc.bias", (10,))]
+    params = {}
+    for i, (name, shape) in enumerate(shapes):
+        fan_in = 1
+        for s in shape[1:]:
+            fan_in *= s
+        value = cnn_peer.det(shape, 0.29 + 0.1 * i) * (fan_in ** -0.5 if len(shape) > 1 else 0.1)
+        params[name] = value + 1.0 if name.startswith("gn") and name.endswith("weight") else value
+    return params
+
+
+def gn_cnn_loss_one(p, x, t):
+    h = F.conv2d(x.unsqueeze(0), p["conv1.weight"], p["conv1.bias"])
+    h = F.max_pool2d(F.relu(F.group_norm(h, 4, p["gn1.weight"], p["gn1.bias"])), 2)
+    h = F.conv2d(h, p["conv2.weight"], p["conv2.bias"])
+    h = F.max_pool2d(F.relu(F.group_norm(h, 8, p["gn2.weight"], p["gn2.bias"])), 2)
+    return F.cross_entropy(F.linear(h.flatten(1), p["fc.weight"], p["fc.bias"]), t.unsqueeze(0))
+
+
+VOCAB, DIM, HEADS, SEQ, HIDDEN, CLASSES = 100, 32, 4, 16, 64, 5
+
+
+def transformer_params():
+    s = DIM ** -0.5
+    det = cnn_peer.det
+    return {"embed": det((VOCAB, DIM), 0.37), "pos": det((SEQ, DIM), 0.53) * 0.1,
+            "ln1.w": det((DIM,), 0.11) * 0.1 + 1.0, "ln1.b": det((DIM,), 0.13) * 0.1,
+            "wq": det((DIM, DIM), 0.17) * s, "wk": det((DIM, DIM), 0.19) * s,
+            "wv": det((DIM, DIM), 0.23) * s, "wo": det((DIM, DIM), 0.29) * s,
+            "bo": det((DIM,), 0.31) * 0.1, "ln2.w": det((DIM,), 0.41) * 0.1 + 1.0,
+            "ln2.b": det((DIM,), 0.43) * 0.1, "w1": det((HIDDEN, DIM), 0.47) * s,
+            "b1": det((HIDDEN,), 0.59) * 0.1, "w2": det((DIM, HIDDEN), 0.61) * HIDDEN ** -0.5,
+            "b2": det((DIM,), 0.67) * 0.1, "head.w": det((CLASSES, DIM), 0.71) * s,
+            "head.b": det((CLASSES,), 0.73) * 0.1}
+
+
+def transformer_loss_one(p, tokens, label):
+    def heads(t):
+        return t.reshape(SEQ, HEADS, DIM // HEADS).transpose(0, 1)
+
+    x = F.embedding(tokens, p["embed"]) + p["pos"]
+    h = F.layer_norm(x, (DIM,), p["ln1.w"], p["ln1.b"])
+    q, k, v = (heads(F.linear(h, p[w])) for w in ("wq", "wk", "wv"))
+    attended = torch.softmax(q @ k.transpose(-2, -1) * (DIM // HEADS) ** -0.5, -1) @ v
+    x = x + F.linear(attended.transpose(0, 1).reshape(SEQ, DIM), p["wo"], p["bo"])
+    h2 = F.layer_norm(x, (DIM,), p["ln2.w"], p["ln2.b"])
+    x = x + F.linear(F.gelu(F.linear(h2, p["w1"], p["b1"])), p["w2"], p["b2"])
+    logits = F.linear(x.mean(0, keepdim=True), p["head.w"], p["head.b"])
+    return F.cross_entropy(logits, label.unsqueeze(0))
+
+
+gn_vmapped = vmap(grad(gn_cnn_loss_one), in_dims=(None, 0, 0))
+transformer_vmapped = vmap(grad(transformer_loss_one), in_dims=(None, 0, 0))
+gn_params, tf_params = gn_cnn_params(), transformer_params()
+x, t = cnn_peer.det((32, 1, 28, 28), 0.37), (torch.arange(32) * 7 + 3) % 10
+report("GnCnnVmapGrad/32", lambda: gn_vmapped(gn_params, x, t), bench=cnn_peer.bench, reps=11)
+tokens = (torch.arange(32).unsqueeze(1) * 7 + torch.arange(SEQ).unsqueeze(0) * 3) % VOCAB
+labels = torch.arange(32) % CLASSES
+report("TransformerVmapGrad/32", lambda: transformer_vmapped(tf_params, tokens, labels),
+       bench=cnn_peer.bench, reps=11)
+
 CHAIN = 64
 
 

@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 
 cmake --build "$build" --target vmap > /dev/null
 # Rows with a thread count of 2 run unpinned, the rest on one CPU (comparison_common.sh).
-run_strata "$build/bench/vmap" '^(Mlp|Cnn)[A-Za-z]+/[0-9]+/2$' "$work/strata.json"
+run_strata "$build/bench/vmap" '^(Mlp|Cnn|GnCnn|Transformer)[A-Za-z]+/[0-9]+/2$' "$work/strata.json"
 peer_dir=$(cd "$peer_dir" && pwd)
 for threads in 1 2; do
   run_peer "$PWD/bench/peer_vmap.py" "$peer_dir" "$threads" >> "$work/peer.txt"
@@ -60,6 +60,16 @@ for model, batches in (("Mlp", (32, 256)), ("Cnn", (32, 64))):
                 cells += [ms(theirs), ratio(theirs, ours)]
             print(f"| {model.upper()} B={batch} | {threads} | " + " | ".join(cells)
                   + f" | {peak(strata_peak, vg)} / {peak(peer_peak, vg)} |")
+
+print("\nIssue 26's models, vmap(grad) at B=32 (ratio: functorch / Strata; target >= 3x)\n")
+print("| workload | threads | Strata ms | functorch ms | ratio | peak MiB Strata / functorch |")
+print("|---|---|---|---|---|---|")
+for model in ("GnCnn", "Transformer"):
+    for threads in (1, 2):
+        name = f"{model}VmapGrad/32/{threads}"
+        ours, theirs = strata.get(name), peer.get(name)
+        print(f"| {model} | {threads} | {ms(ours)} | {ms(theirs)} | {ratio(theirs, ours)} "
+              f"| {peak(strata_peak, name)} / {peak(peer_peak, name)} |")
 
 print("\nMLP against its write floor (zeroing the per-sample gradients' bytes in reused memory, "
       "MlpWriteFloor): the issue's 3x-functorch time next to it\n")

@@ -10,6 +10,8 @@
 //   MlpWriteFloor/B/T the MLP rows' physical limit: zeroing, in memory reused call
 //                     after call, as many bytes as the per-sample gradients hold
 //   Cnn<Method>/B/T   the same for the MNIST-shaped CNN (VmapGrad, Loop)
+//   GnCnnVmapGrad/B/T, TransformerVmapGrad/B/T  vmap(grad) of issue 26's GroupNorm
+//                     CNN and Transformer block classifier (examples/models.h)
 //   VmapAddChain/L    64 adds on a [4] sample under L nested vmaps (batch 2 each);
 //                     counters ns/op and, against the eager chain timed alongside,
 //                     ns/op/level = (t_L - t_eager) / (64 L)
@@ -22,6 +24,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bench_support.h"
 #include "models.h"
@@ -125,6 +128,30 @@ void CnnLoop(benchmark::State& state) {
       state, [&] { return models::per_sample_loop(models::cnn_sample_loss, d.params, d.x, d.y); });
 }
 
+void GnCnnVmapGrad(benchmark::State& state) {
+  const CnnData d(state.range(0));
+  const Params params = models::gn_cnn_params();
+  auto f = st::vmap(st::grad(models::gn_cnn_sample_loss), {.in_dims = {st::none, 0, 0}});
+  run_per_sample(state, [&] { return f(params, d.x, d.y); });
+}
+
+// Tokens (i * 7 + 3 j) mod 100 for sample i, position j; labels i mod 5.
+void TransformerVmapGrad(benchmark::State& state) {
+  const int64_t batch = state.range(0);
+  const Params params = models::transformer_params();
+  std::vector<int64_t> token_values, label_values;
+  for (int64_t i = 0; i < batch; ++i) {
+    for (int64_t j = 0; j < models::kSeq; ++j) {
+      token_values.push_back((i * 7 + j * 3) % models::kVocab);
+    }
+    label_values.push_back(i % models::kClasses);
+  }
+  const st::Tensor tokens = st::tensor(token_values, {batch, models::kSeq});
+  const st::Tensor labels = st::tensor(label_values);
+  auto f = st::vmap(st::grad(models::transformer_sample_loss), {.in_dims = {st::none, 0, 0}});
+  run_per_sample(state, [&] { return f(params, tokens, labels); });
+}
+
 constexpr int kChain = 64;
 
 st::Tensor add_chain(const st::Tensor& x) {
@@ -172,6 +199,8 @@ BENCHMARK(MlpWriteFloor)->ArgsProduct({{32, 256}, {1, 2}})->Unit(benchmark::kMil
 BENCHMARK(MlpLoop)->ArgsProduct({{32, 256}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(CnnVmapGrad)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(CnnLoop)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(GnCnnVmapGrad)->ArgsProduct({{32}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(TransformerVmapGrad)->ArgsProduct({{32}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(VmapAddChain)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

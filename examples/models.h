@@ -2,7 +2,7 @@
 
 // The models of the per-sample-gradient workloads (issues 5 and 26), shared by the
 // examples and bench/vmap.cpp: an MLP 784-128-10, the small MNIST-shaped CNN and
-// its GroupNorm variant, each with a std::map of parameters and a mean
+// its GroupNorm variant, a small Transformer block classifier, each with a std::map of parameters and a mean
 // cross-entropy loss, plus the per-sample loop every vmap(grad) result is checked
 // against. The deterministic
 // initialisation follows ../shared/peers/torch's scripts, so the numbers compare
@@ -127,6 +127,57 @@ inline st::Tensor gn_cnn(const Params& p, const st::Tensor& x) {
 // One sample: x [1, 28, 28], y [].
 inline st::Tensor gn_cnn_sample_loss(const Params& p, const st::Tensor& x, const st::Tensor& y) {
   return st::nn::cross_entropy(gn_cnn(p, x.unsqueeze(0)), y.unsqueeze(0));
+}
+
+// The Transformer block classifier of issue 26: token embedding 100 x 32 plus
+// learned positions, a pre-LN block (4-head self-attention, MLP 32-64-32 with gelu),
+// mean pooling over the 16 positions and a linear classifier.
+constexpr int64_t kVocab = 100, kDim = 32, kHeads = 4, kSeq = 16, kHidden = 64, kClasses = 5;
+
+inline Params transformer_params() {
+  const double s = 1.0 / std::sqrt(static_cast<double>(kDim));
+  return {{"embed", det({kVocab, kDim}, 0.37)},
+          {"pos", det({kSeq, kDim}, 0.53) * 0.1},
+          {"ln1.w", det({kDim}, 0.11) * 0.1 + 1.0},
+          {"ln1.b", det({kDim}, 0.13) * 0.1},
+          {"wq", det({kDim, kDim}, 0.17) * s},
+          {"wk", det({kDim, kDim}, 0.19) * s},
+          {"wv", det({kDim, kDim}, 0.23) * s},
+          {"wo", det({kDim, kDim}, 0.29) * s},
+          {"bo", det({kDim}, 0.31) * 0.1},
+          {"ln2.w", det({kDim}, 0.41) * 0.1 + 1.0},
+          {"ln2.b", det({kDim}, 0.43) * 0.1},
+          {"w1", det({kHidden, kDim}, 0.47) * s},
+          {"b1", det({kHidden}, 0.59) * 0.1},
+          {"w2", det({kDim, kHidden}, 0.61) / std::sqrt(static_cast<double>(kHidden))},
+          {"b2", det({kDim}, 0.67) * 0.1},
+          {"head.w", det({kClasses, kDim}, 0.71) * s},
+          {"head.b", det({kClasses}, 0.73) * 0.1}};
+}
+
+// [L, D] -> [H, L, D / H] and back.
+inline st::Tensor split_heads(const st::Tensor& x) {
+  return x.reshape({kSeq, kHeads, kDim / kHeads}).transpose(0, 1);
+}
+inline st::Tensor merge_heads(const st::Tensor& x) {
+  return x.transpose(0, 1).reshape({kSeq, kDim});
+}
+
+// One sample: tokens [16] (Int64), label [] -> the cross-entropy of its logits.
+inline st::Tensor transformer_sample_loss(const Params& p, const st::Tensor& tokens,
+                                          const st::Tensor& label) {
+  namespace nn = st::nn;
+  st::Tensor x = nn::embedding(p.at("embed"), tokens) + p.at("pos");
+  const st::Tensor h = nn::layer_norm(x, {kDim}, p.at("ln1.w"), p.at("ln1.b"));
+  const st::Tensor attended = nn::scaled_dot_product_attention(
+      split_heads(nn::linear(h, p.at("wq"))), split_heads(nn::linear(h, p.at("wk"))),
+      split_heads(nn::linear(h, p.at("wv"))));
+  x = x + nn::linear(merge_heads(attended), p.at("wo"), p.at("bo"));
+  const st::Tensor h2 = nn::layer_norm(x, {kDim}, p.at("ln2.w"), p.at("ln2.b"));
+  x = x + nn::linear(nn::gelu(nn::linear(h2, p.at("w1"), p.at("b1"))), p.at("w2"), p.at("b2"));
+  const st::Tensor logits =
+      nn::linear(x.mean({0}, /*keepdim=*/true), p.at("head.w"), p.at("head.b"));
+  return nn::cross_entropy(logits, label.unsqueeze(0));
 }
 
 // The per-sample gradients one at a time: grad of the sample loss per sample,

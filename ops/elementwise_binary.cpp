@@ -48,6 +48,7 @@ constexpr const char* in_place_name(BinaryOp op) {
     case BinaryOp::Sub: return "strata::sub_";
     case BinaryOp::Mul: return "strata::mul_";
     case BinaryOp::Div: return "strata::div_";
+    case BinaryOp::Pow: return "strata::pow_";
     default: return op_name(op);
   }
 }
@@ -122,6 +123,23 @@ Tensor atan2_cpu(const Tensor& a, const Tensor& b) {
                              [](auto y, auto x) { return std::atan2(y, x); });
   }
   return out;
+}
+
+// atan2_(self, other): self must hold the floating result itself.
+const Tensor& atan2__cpu(const Tensor& self, const Tensor& other) {
+  const char* name = "strata::atan2_";
+  const ScalarType dtype = elementwise::floating_dtype(result_type(self, other));
+  elementwise::check_in_place(self, dtype, broadcast_shapes(self.sizes(), other.sizes(), name),
+                              name);
+  check_no_partial_overlap(self, other, name);
+  if (self.device().is_cuda()) {
+    gpu::atan2_kernel(self, InDtype(self, self.dtype()), InDtype(other, self.dtype()));
+  } else {
+    cpu::binary_floating_map(self, InDtype(self, self.dtype()), InDtype(other, self.dtype()), name,
+                             [](auto y, auto x) { return std::atan2(y, x); });
+  }
+  self.impl()->bump_version();
+  return self;
 }
 
 // ---- derivatives (Note [Derivative formulas]); broadcast gradients are summed
@@ -333,12 +351,26 @@ const OpFamily kBinaryOps("elementwise_binary", {
      .batching = kBinaryRule<static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&strata::pow)>,
      .shape = &shape::pointwise,
      .flops = kOnePerElement},
+    {.schema = "pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)",
+     .cpu = &in_place_cpu<BinaryOp::Pow>,
+     .cuda = &in_place_cpu<BinaryOp::Pow>,
+     .derivative = by_partials<PowPartials>(args(0, 1), args(0)),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
+     .flops = kOnePerElement},
     {.schema = "atan2(Tensor self, Tensor other) -> Tensor",
      .cpu = &atan2_cpu,
      .cuda = &atan2_cpu,
      .derivative = by_partials<Atan2Partials>(args(0, 1)),
      .batching = kBinaryMethodRule<&Tensor::atan2>,
      .shape = &shape::pointwise_floating,
+     .flops = kOnePerElement},
+    {.schema = "atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+     .cpu = &atan2__cpu,
+     .cuda = &atan2__cpu,
+     .derivative = by_partials<Atan2Partials>(args(0, 1)),
+     .batching = batching::pointwise_batch_rule(),
+     .shape = &shape::same_as_self,
      .flops = kOnePerElement},
     {.schema = "maximum(Tensor self, Tensor other) -> Tensor",
      .cpu = &arithmetic_cpu<BinaryOp::Maximum>,
@@ -404,6 +436,12 @@ const Tensor& Tensor::mul_(const Tensor& other) const {
 }
 const Tensor& Tensor::div_(const Tensor& other) const {
   return STRATA_OP("strata::div_", "Tensor", InplaceSig).call(*this, other);
+}
+const Tensor& Tensor::pow_(const Tensor& exponent) const {
+  return STRATA_OP("strata::pow_", "Tensor", InplaceSig).call(*this, exponent);
+}
+const Tensor& Tensor::atan2_(const Tensor& other) const {
+  return STRATA_OP("strata::atan2_", "", InplaceSig).call(*this, other);
 }
 
 // ---- operators: a C++ number is a wrapped number ----

@@ -85,6 +85,10 @@ Tensor batch_norm(const Tensor& input, const std::optional<Tensor>& running_mean
                   const std::optional<Tensor>& weight = std::nullopt,
                   const std::optional<Tensor>& bias = std::nullopt, bool training = false,
                   double momentum = 0.1, double eps = 1e-5);
+// ops/pad.cpp. PyTorch's F.pad: `pad` holds (before, after) pairs from the last
+// dim backwards; a negative amount crops. Only mode "constant" (value: 0 if none).
+Tensor pad(const Tensor& input, IntArrayRef pad, std::string_view mode = "constant",
+           std::optional<double> value = std::nullopt);
 // softmax(q k^T / sqrt(E) + mask) v over [..., L, E] queries and [..., S, E] keys,
 // [..., S, Ev] values. attn_mask broadcasts to [..., L, S]: Bool (true: attend) or
 // added to the scores; is_causal masks keys after each query (no attn_mask then).

@@ -127,6 +127,8 @@ class Tensor {
   const Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
   const Tensor& mul_(const Tensor& other) const;
   const Tensor& div_(const Tensor& other) const;
+  const Tensor& pow_(const Tensor& exponent) const;
+  const Tensor& atan2_(const Tensor& other) const;
 
   // ops/fill_copy.cpp
   const Tensor& fill_(const Scalar& value) const;
@@ -159,6 +161,14 @@ class Tensor {
   Tensor var(IntArrayRef dim = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor std(IntArrayRef dim = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor norm(const Scalar& p = 2, IntArrayRef dim = {}, bool keepdim = false) const;
+
+  // ops/scan_sort.cpp — along one dim. Integer and Bool cumsums are Int64. sort is
+  // stable (ties keep their order) and puts NaN last ascending, first descending;
+  // topk's ties go to the lower index. Both return values and Int64 indices.
+  Tensor cumsum(int64_t dim) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true) const;
 
   // ops/linalg.cpp
   Tensor matmul(const Tensor& other) const;
@@ -202,6 +212,17 @@ class Tensor {
   const Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source,
                            const Scalar& alpha = 1) const;
   const Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+
+  // ops/index_put.cpp — x[i0, i1, ...] of PyTorch over the leading dims: Int64
+  // indices broadcast together, a Bool mask stands for the dims it covers (its
+  // nonzero positions). index_put writes values there (accumulate: adds, repeats
+  // included); masked_select is x[mask] after broadcasting x and mask, as 1-D.
+  Tensor index(const std::vector<Tensor>& indices) const;
+  Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values,
+                   bool accumulate = false) const;
+  const Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values,
+                           bool accumulate = false) const;
+  Tensor masked_select(const Tensor& mask) const;
 
   // ops/softmax.cpp
   Tensor softmax(int64_t dim) const;

@@ -42,12 +42,13 @@ int category(ScalarType t) { return t == kBool ? 0 : t == kInt64 ? 1 : 2; }
 
 // self.op_(other) on a copy of self: the result is self's dtype and shape.
 OpInfo in_place_entry(std::string name, std::function<void(const Tensor&, const Tensor&)> op,
-                      ValueFn f, std::vector<ScalarType> dtypes, bool floating_result = false) {
+                      ValueFn f, std::vector<ScalarType> dtypes, bool floating_result = false,
+                      double low = -2.0, double high = 2.0) {
   OpInfo info;
   info.name = std::move(name);
   info.dtypes = std::move(dtypes);
-  info.samples = [floating_result](ScalarType dtype) {
-    std::vector<Sample> samples = in_place_samples(binary_and_mixed_samples(dtype));
+  info.samples = [floating_result, low, high](ScalarType dtype) {
+    std::vector<Sample> samples = in_place_samples(binary_and_mixed_samples(dtype, low, high));
     std::erase_if(samples, [&](const Sample& s) {
       return category(promoted_dtype(s.inputs, floating_result)) > category(s.inputs[0].dtype());
     });
@@ -98,6 +99,7 @@ OpInfo pow_entry() {
   OpInfo info = binary_entry(
       "pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, nullptr, numeric_dtypes(),
       0.25, 2.5);
+  info.inplace_variant = "pow_";
   info.reference = [](const std::vector<Tensor>& in, const Stack&) {
     const ScalarType dtype = reference_result_type(in);
     const bool integer = dtype == kInt64;
@@ -225,6 +227,7 @@ STRATA_OP_INFOS(elementwise_binary) {
       "atan2", [](const Tensor& a, const Tensor& b) { return a.atan2(b); },
       [](double a, double b) { return std::atan2(a, b); }, all_dtypes(), -2.0, 2.0,
       /*floating_result=*/true));
+  infos.back().inplace_variant = "atan2_";
   add_info(binary_entry(
       "minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },
       [](double a, double b) { return a < b ? a : b; }, all_dtypes()));
@@ -243,6 +246,13 @@ STRATA_OP_INFOS(elementwise_binary) {
       "mul_", [](const Tensor& s, const Tensor& o) { s.mul_(o); }, times, numeric_dtypes()));
   add_info(in_place_entry(
       "div_", [](const Tensor& s, const Tensor& o) { s.div_(o); }, divide, floating_dtypes(),
+      /*floating_result=*/true));
+  add_info(in_place_entry(
+      "pow_", [](const Tensor& s, const Tensor& o) { s.pow_(o); },
+      [](double a, double b) { return std::pow(a, b); }, floating_dtypes(), false, 0.25, 2.5));
+  add_info(in_place_entry(
+      "atan2_", [](const Tensor& s, const Tensor& o) { s.atan2_(o); },
+      [](double a, double b) { return std::atan2(a, b); }, floating_dtypes(),
       /*floating_result=*/true));
 
   add_info(addcmul_entry("addcmul", 1, numeric_dtypes()));

@@ -55,6 +55,9 @@ struct OpInfo {
   bool twice_differentiable = true;
   bool batching_rule = true;
   std::string inplace_variant;  // e.g. "add_", empty if none
+  // The output's size depends on input values (a Bool mask's count): fake-mode
+  // tracing must raise, saying so, instead of giving shapes.
+  bool data_dependent_size = false;
   std::map<std::pair<Check, ScalarType>, Tolerance> tolerances;
   std::vector<ExpectedFailure> expected_failures;
 
