@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <strata/strata.h>
 
+#include <limits>
 #include <tuple>
+#include <vector>
 
+#include "dispatcher/dispatcher.h"
 #include "tests/test_support.h"
 
 namespace strata {
@@ -46,6 +49,62 @@ TEST_F(FuzzFindings, JvpOfAnInPlaceWriteIntoAnUntrackedClone) {
   const Tensor v = arange(6, kFloat64).reshape({2, 3}) + 1.0;
   const auto [out, tangent] = jvp(f, std::make_tuple(x), std::make_tuple(v));
   EXPECT_TRUE(allclose(tangent, y * v)) << tangent;
+}
+
+// fuzz_graph_parser: a value numbered %333333333333332 made the parser size a
+// table by the number (an allocation of terabytes). Numbers are names, any size.
+TEST_F(FuzzFindings, GraphTextWithAHugeValueNumberParses) {
+  const Graph g = Graph::parse(
+      "%0 : Float64[2] = input\n"
+      "%333333333333332 : Float64[2] = strata::sin(%0)\n"
+      "return %333333333333332\n");
+  const Tensor x = tensor({0.5, 1.0}).to(kFloat64);
+  EXPECT_TRUE(allclose(g(x).at(0), x.sin()));
+  expect_contains(error_message([] { Graph::parse("%0 : Float64[2] = input\nreturn %7\n"); }),
+                  {"line 2", "%7 is not defined"});
+}
+
+// fuzz_boxed_call: chunk(INT64_MAX) of a dim of size 0 made INT64_MAX empty
+// pieces (a hang), and of a non-empty dim overflowed size + chunks - 1.
+TEST_F(FuzzFindings, ChunkWithHugeCounts) {
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  const std::vector<Tensor> empty_pieces = empty({0, 1, 1}, kFloat64).chunk(huge, 0);
+  ASSERT_EQ(empty_pieces.size(), 1u);
+  EXPECT_EQ(empty_pieces[0].sizes(), empty({0, 1, 1}).sizes());
+  const Tensor x = arange(5, kFloat64);
+  const std::vector<Tensor> pieces = x.chunk(huge, 0);
+  ASSERT_EQ(pieces.size(), 5u);
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(pieces[static_cast<size_t>(i)].item<double>(), double(i));
+  EXPECT_EQ(x.chunk(2, 0).size(), 2u);
+  EXPECT_EQ(x.chunk(2, 0)[0].numel(), 3);
+}
+
+// fuzz_boxed_call: reshape multiplied the given sizes without checking, so
+// [3, 3, 2^62, -1] overflowed (undefined behaviour) before any check.
+TEST_F(FuzzFindings, ReshapeToAShapeTooLargeToCount) {
+  const Tensor x = ones({3, 1});
+  const int64_t big = int64_t{1} << 62;
+  expect_contains(error_message([&] { (void)x.reshape({3, 3, big, -1}); }),
+                  {"reshape", "[3, 3, 4611686018427387904, -1]", "more than 2^63 - 1 elements"});
+  expect_contains(error_message([&] { (void)x.reshape({big, 4}); }), {"more than 2^63 - 1 elements"});
+  EXPECT_EQ(x.reshape({3, -1}).sizes(), x.sizes());
+}
+
+// fuzz_boxed_call: an undefined tensor passed (boxed) for a Tensor? argument
+// reached batch_norm's kernel as a present weight and was dereferenced.
+TEST_F(FuzzFindings, BoxedUndefinedTensorForAnOptionalTensorIsNone) {
+  const OperatorHandle op = Dispatcher::singleton().findSchemaOrThrow("strata::batch_norm", "");
+  const Tensor x = arange(6, kFloat64).reshape({2, 3});
+  Stack stack;
+  for (const IValue& v : std::initializer_list<IValue>{x, Tensor(), IValue(), Tensor(), Tensor(), true,
+                                                       0.1, 1e-5}) {
+    stack.push_back(v);
+  }
+  ASSERT_EQ(stack.size(), op.schema().arguments().size());
+  op.call_boxed(stack);
+  ASSERT_EQ(stack.size(), 1u);
+  EXPECT_TRUE(allclose(stack[0].to_tensor(), nn::batch_norm(x, std::nullopt, std::nullopt, std::nullopt,
+                                                            std::nullopt, true, 0.1, 1e-5)));
 }
 
 }  // namespace
