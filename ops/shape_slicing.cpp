@@ -58,8 +58,10 @@ Tensor slice_kernel(const Tensor& self, int64_t dim, std::optional<int64_t> star
   const int64_t last = std::max(first, clamp_bound(end.value_or(size)));
   DimVector sizes(self.sizes()), strides(self.strides());
   const int64_t offset = self.storage_offset() + first * strides[d];
-  sizes[d] = (last - first + step - 1) / step;
-  strides[d] *= step;
+  // ceil((last - first) / step); the stride is scaled only where it is used (a
+  // step past the end leaves one element), so a huge step cannot overflow either.
+  sizes[d] = (last - first) / step + ((last - first) % step != 0);
+  if (sizes[d] > 1) strides[d] *= step;
   return make_view(self, sizes, strides, offset, op);
 }
 

@@ -79,6 +79,33 @@ TEST_F(FuzzFindings, ChunkWithHugeCounts) {
   EXPECT_EQ(x.chunk(2, 0)[0].numel(), 3);
 }
 
+// fuzz_boxed_call: slice with a step of 2^62 overflowed computing the size and
+// the stride.
+TEST_F(FuzzFindings, SliceWithAHugeStep) {
+  const Tensor x = arange(6, kFloat64).reshape({3, 2});
+  const int64_t big = int64_t{1} << 62;
+  const Tensor s = x.slice(0, 1, std::nullopt, big);
+  EXPECT_EQ(s.sizes(), x.slice(0, 1, 2).sizes());
+  EXPECT_EQ(s.to_vector<double>(), (std::vector<double>{2.0, 3.0}));
+  EXPECT_EQ(x.slice(0, 0, std::nullopt, std::numeric_limits<int64_t>::max()).size(0), 1);
+  EXPECT_EQ(x.slice(0, 0, std::nullopt, 2).to_vector<double>(), (std::vector<double>{0.0, 1.0, 4.0, 5.0}));
+}
+
+// fuzz_boxed_call: Int64 add with alpha 2^62 overflowed (undefined behaviour);
+// Int64 arithmetic wraps around as in PyTorch.
+TEST_F(FuzzFindings, Int64ArithmeticWraps) {
+  const int64_t big = int64_t{1} << 62;
+  const Tensor a = tensor(std::vector<int64_t>{1, -1}, {2});
+  const Tensor b = tensor(std::vector<int64_t>{-4, 4}, {2});
+  // 2^62 * -4 = -2^64 wraps to 0; 2^62 * 4 likewise.
+  EXPECT_EQ(a.add(b, big).to_vector<int64_t>(), (std::vector<int64_t>{1, -1}));
+  EXPECT_EQ(a.sub(b, big).to_vector<int64_t>(), (std::vector<int64_t>{1, -1}));
+  const Tensor m = tensor(std::vector<int64_t>{std::numeric_limits<int64_t>::max()}, {1});
+  EXPECT_EQ((m + m).to_vector<int64_t>(), (std::vector<int64_t>{-2}));
+  EXPECT_EQ((m * m).to_vector<int64_t>(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(a.add(b, 2).to_vector<int64_t>(), (std::vector<int64_t>{-7, 7}));
+}
+
 // fuzz_boxed_call: reshape multiplied the given sizes without checking, so
 // [3, 3, 2^62, -1] overflowed (undefined behaviour) before any check.
 TEST_F(FuzzFindings, ReshapeToAShapeTooLargeToCount) {
