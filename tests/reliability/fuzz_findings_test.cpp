@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <strata/strata.h>
 
+#include <cmath>
 #include <limits>
 #include <tuple>
 #include <vector>
@@ -104,6 +105,17 @@ TEST_F(FuzzFindings, Int64ArithmeticWraps) {
   EXPECT_EQ((m + m).to_vector<int64_t>(), (std::vector<int64_t>{-2}));
   EXPECT_EQ((m * m).to_vector<int64_t>(), (std::vector<int64_t>{1}));
   EXPECT_EQ(a.add(b, 2).to_vector<int64_t>(), (std::vector<int64_t>{-7, 7}));
+}
+
+// fuzz_boxed_call: linspace into an Int64 result cast NaN to an integer
+// (undefined behaviour).
+TEST_F(FuzzFindings, LinspaceOfNanIntoIntegers) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  expect_contains(error_message([&] { (void)linspace(nan, 1.0, 3, kInt64); }),
+                  {"linspace", "finite and in range", "Int64"});
+  expect_contains(error_message([&] { (void)linspace(0.0, 1e300, 3, kInt64); }), {"linspace"});
+  EXPECT_EQ(linspace(0.0, 4.0, 3, kInt64).to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 4}));
+  EXPECT_TRUE(std::isnan(linspace(nan, 1.0, 2, kFloat64).to_vector<double>()[0]));
 }
 
 // fuzz_boxed_call: reshape multiplied the given sizes without checking, so
