@@ -157,7 +157,9 @@ bool ivalue_matches(const IValue& v, const SchemaType& type) {
 }
 
 // Checks the boxed arguments against the schema and returns their tensors' keys.
-DispatchKeySet check_boxed_arguments(const OperatorHandle& op, const Stack& stack) {
+// Also turns an undefined tensor given for a Tensor? argument into None, so the
+// kernel never sees an optional holding an undefined tensor.
+DispatchKeySet check_boxed_arguments(const OperatorHandle& op, Stack& stack) {
   const FunctionSchema& schema = op.schema();
   const auto& args = schema.arguments();
   const std::string name = op.operator_name().to_string();
@@ -174,6 +176,7 @@ DispatchKeySet check_boxed_arguments(const OperatorHandle& op, const Stack& stac
     if (v.is_tensor()) {
       detail::accumulate_required_keys(keys, undefined, v.to_tensor());
       if (undefined && !args[i].type.is_optional) detail::throw_undefined_argument(op, i, -1);
+      if (undefined) stack[first + i] = IValue();
     } else if (v.is_tensor_list()) {
       detail::accumulate_required_keys(keys, undefined, v.to_tensor_list());
       if (undefined && !args[i].type.element_optional) {

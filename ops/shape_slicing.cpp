@@ -58,8 +58,10 @@ Tensor slice_kernel(const Tensor& self, int64_t dim, std::optional<int64_t> star
   const int64_t last = std::max(first, clamp_bound(end.value_or(size)));
   DimVector sizes(self.sizes()), strides(self.strides());
   const int64_t offset = self.storage_offset() + first * strides[d];
-  sizes[d] = (last - first + step - 1) / step;
-  strides[d] *= step;
+  // ceil((last - first) / step); the stride is scaled only where it is used (a
+  // step past the end leaves one element), so a huge step cannot overflow either.
+  sizes[d] = (last - first) / step + ((last - first) % step != 0);
+  if (sizes[d] > 1) strides[d] *= step;
   return make_view(self, sizes, strides, offset, op);
 }
 
@@ -97,16 +99,16 @@ std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int6
 }
 
 // At most `chunks` pieces of equal size (the last may be smaller, and there may be
-// fewer), as in PyTorch; a dim of size 0 gives `chunks` empty pieces.
+// fewer), as in PyTorch; a dim of size 0 gives one empty piece (PyTorch gives
+// `chunks` of them: chunks = INT64_MAX would never return).
 std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t dim) {
   const char* op = "strata::chunk";
   STRATA_CHECK(chunks > 0, op, "chunks must be positive, got ", chunks);
   const int64_t d = existing_dim(self, dim, op);
   const int64_t size = self.sizes()[d];
-  if (size > 0) return self.split((size + chunks - 1) / chunks, d);
-  std::vector<Tensor> out;
-  for (int64_t i = 0; i < chunks; ++i) out.push_back(self.narrow(d, 0, 0));
-  return out;
+  if (size == 0) return {self.narrow(d, 0, 0)};
+  // ceil(size / chunks), without size + chunks - 1 overflowing for a huge chunks.
+  return self.split(size / chunks + (size % chunks != 0), d);
 }
 
 std::vector<Tensor> unbind_composite(const Tensor& self, int64_t dim) {

@@ -32,7 +32,6 @@ using IntList = std::vector<int64_t>;
 // errors name `shape`, `input_sizes` and `numel`.
 DimVector infer_size(IntArrayRef shape, int64_t numel, IntArrayRef input_sizes, const char* op) {
   std::optional<size_t> inferred;
-  int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       STRATA_CHECK(!inferred, op, "only one dim can be -1, got shape ", shape_string(shape));
@@ -40,10 +39,12 @@ DimVector infer_size(IntArrayRef shape, int64_t numel, IntArrayRef input_sizes, 
     } else {
       STRATA_CHECK(shape[i] >= 0, op, "invalid size ", shape[i], " at dim ", i, " of shape ",
                    shape_string(shape));
-      known *= shape[i];
     }
   }
   DimVector out(shape);
+  if (inferred) out[*inferred] = 1;
+  const int64_t known = checked_numel(out);
+  STRATA_CHECK(known >= 0, op, "shape ", shape_string(shape), " would have more than 2^63 - 1 elements");
   if (inferred) {
     STRATA_CHECK(known != 0, op, "cannot infer the -1 in shape ", shape_string(shape),
                  " for input of shape ", shape_string(input_sizes), " with ", numel,

@@ -88,8 +88,10 @@ class GradTransform {
     static_assert(max_index<I...>() < sizeof...(Args),
                   "strata::grad: an argnum is out of range for the function's arguments");
     GradCall call(kValue ? "grad_and_value" : "grad");
-    auto [wrapped, first_leaf] =
-        enter_arguments<I...>(call, std::index_sequence_for<Args...>(), args...);
+    // Not a structured binding: clang before 16 cannot capture one in a lambda.
+    auto entered = enter_arguments<I...>(call, std::index_sequence_for<Args...>(), args...);
+    auto& wrapped = entered.first;
+    auto& first_leaf = entered.second;
     using Out = std::decay_t<decltype(std::apply(f_, wrapped))>;
     Out out = call_in_transform(kValue ? "grad_and_value" : "grad",
                                 [&] { return std::apply(f_, wrapped); });

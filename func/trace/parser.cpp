@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <sstream>
+#include <unordered_map>
 
 #include "func/trace/graph.h"
 #include "func/trace/line_parser.h"
@@ -27,20 +28,19 @@ struct PendingHop {
 
 struct ParseState {
   Graph graph;
-  std::vector<int64_t> ids;  // text id -> graph id (-1: not defined yet)
+  // text id -> graph id; a map, as the text may number its values sparsely
+  // (%0, %1000000000000).
+  std::unordered_map<int64_t, int64_t> ids;
   std::optional<PendingHop> pending;
 
   int64_t resolve(LineParser& p, int64_t text_id) const {
-    if (text_id < 0 || static_cast<size_t>(text_id) >= ids.size() || ids[text_id] < 0) {
-      p.fail("%" + std::to_string(text_id) + " is not defined before this line");
-    }
-    return ids[static_cast<size_t>(text_id)];
+    const auto it = ids.find(text_id);
+    if (it == ids.end()) p.fail("%" + std::to_string(text_id) + " is not defined before this line");
+    return it->second;
   }
   void define(LineParser& p, int64_t text_id, int64_t id) {
     if (text_id < 0) p.fail("negative value number");
-    if (static_cast<size_t>(text_id) >= ids.size()) ids.resize(static_cast<size_t>(text_id) + 1, -1);
-    if (ids[static_cast<size_t>(text_id)] >= 0) p.fail("%" + std::to_string(text_id) + " is defined twice");
-    ids[static_cast<size_t>(text_id)] = id;
+    if (!ids.emplace(text_id, id).second) p.fail("%" + std::to_string(text_id) + " is defined twice");
   }
 };
 

@@ -45,6 +45,11 @@ void linspace_kernel(const Tensor& out, const Scalar& start, const Scalar& end) 
   // The first half counts up from start and the second half down from end, so
   // both endpoints come out exact (a single step gives start).
   const int64_t half = (steps + 1) / 2;
+  // Every value lies between the ends: ends an integer holds keep the casts defined.
+  const auto fits = [](double v) { return v >= -0x1p63 && v < 0x1p63; };
+  STRATA_CHECK(is_floating_point(out.dtype()) || (fits(first) && fits(last)), "strata::linspace",
+               "start ", first, " and end ", last, " must be finite and in range for a ", out.dtype(),
+               " result");
   STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::linspace", [&] {
     fill_by_index<scalar_t>(out, [=](int64_t i) {
       const double value = i < half ? first + static_cast<double>(i) * step

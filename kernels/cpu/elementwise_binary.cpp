@@ -11,6 +11,27 @@
 namespace strata::cpu {
 namespace {
 
+// Int64 +, - and * wrap around (two's complement), as PyTorch's do in practice:
+// computed unsigned, since signed overflow is undefined behaviour.
+template <class T>
+constexpr bool kWraps = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+T wrapping_add(T a, T b) {
+  if constexpr (kWraps<T>) {
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
+  } else {
+    return a + b;
+  }
+}
+template <class T>
+T wrapping_mul(T a, T b) {
+  if constexpr (kWraps<T>) {
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b));
+  } else {
+    return a * b;
+  }
+}
+
 // On Bool, + is `or` and * is `and`, as in PyTorch.
 template <class T>
 struct Add {
@@ -19,13 +40,20 @@ struct Add {
     if constexpr (std::is_same_v<T, bool>)
       return a || (alpha && b);
     else
-      return a + alpha * b;
+      return wrapping_add(a, wrapping_mul(alpha, b));
   }
 };
 template <class T>
 struct Sub {
   T alpha;
-  T operator()(T a, T b) const { return a - alpha * b; }
+  T operator()(T a, T b) const {
+    if constexpr (kWraps<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) - static_cast<U>(wrapping_mul(alpha, b)));
+    } else {
+      return a - alpha * b;
+    }
+  }
 };
 struct Mul {
   template <class T>
@@ -33,7 +61,7 @@ struct Mul {
     if constexpr (std::is_same_v<T, bool>)
       return a && b;
     else
-      return a * b;
+      return wrapping_mul(a, b);
   }
 };
 struct Div {

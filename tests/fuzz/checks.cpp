@@ -1,69 +1,9 @@
 #include "tests/fuzz/checks.h"
 
-#include <cmath>
-#include <optional>
-#include <sstream>
+#include "tests/fuzz/check_support.h"
 
 namespace strata::fuzz {
 namespace {
-
-constexpr int64_t kBatch = 3;
-
-Tensor random_tensor(std::mt19937_64& rng, const std::vector<int64_t>& shape) {
-  std::normal_distribution<double> normal;
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<double> values(static_cast<size_t>(n));
-  for (double& v : values) v = normal(rng);
-  return tensor(values, shape).to(kFloat64);
-}
-
-std::vector<int64_t> with_batch(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> out{kBatch};
-  out.insert(out.end(), shape.begin(), shape.end());
-  return out;
-}
-
-// Empty when a and b have one shape and agree to within tol (relative to their size).
-std::string compare(const char* what, const Tensor& a, const Tensor& b, double tol) {
-  std::ostringstream out;
-  if (a.sizes() != b.sizes()) {
-    out << what << ": shapes " << shape_string(a.sizes()) << " vs " << shape_string(b.sizes());
-    return out.str();
-  }
-  if (a.numel() == 0) return {};
-  const double err = (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
-  const double scale = 1 + b.to(kFloat64).abs().max().item<double>();
-  if (!(err <= tol * scale))
-    out << what << ": max difference " << err << " (scale " << scale << ")";
-  return out.str();
-}
-
-// Runs f; an error (strata::Error) is returned as nullopt with its message.
-template <class F>
-std::optional<Tensor> attempt(F&& f, std::string& error) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    error = e.what();
-    return std::nullopt;
-  }
-}
-
-// Both ran, or both raised a strata::Error.
-template <class F, class G>
-std::string agree(const char* what, F&& transformed, G&& reference, double tol) {
-  std::string e1, e2;
-  const std::optional<Tensor> a = attempt(transformed, e1);
-  const std::optional<Tensor> b = attempt(reference, e2);
-  if (!a && !b) return {};
-  // A transform may raise a clear error for what it does not support (writing a
-  // batched value into an unbatched tensor, an in-place op on a view under grad):
-  // counted and listed by the driver, not a failure.
-  if (!a) return std::string(kUnsupported) + std::string(what) + ": " + e1;
-  if (!b) return std::string(what) + ": the reference raised but the transform ran: " + e2;
-  return compare(what, *a, *b, tol);
-}
 
 std::string vmap_vs_loop(const Program& p, std::mt19937_64& rng) {
   const Tensor xs = random_tensor(rng, with_batch(p.shape));
@@ -146,14 +86,25 @@ std::string vmap_grad_vs_loop(const Program& p, std::mt19937_64& rng) {
 }  // namespace
 
 const std::vector<Check>& all_checks() {
-  static const std::vector<Check> checks = {
+  static const std::vector<Check> checks = [] {
+    std::vector<Check> all = {
       {"vmap (random in_dims, chunk_size 0/1/2) vs loop", &vmap_vs_loop},
       {"vmap chunk_size 2 vs none", &chunked_vs_whole},
       {"grad vs float64 finite differences", &grad_vs_finite_differences},
       {"jacrev vs jacfwd", &jacrev_vs_jacfwd},
       {"vmap(grad) vs loop of grad", &vmap_grad_vs_loop},
-  };
+    };
+    all.insert(all.end(), stack_checks().begin(), stack_checks().end());
+    return all;
+  }();
   return checks;
+}
+
+const Check& find_check(const std::string& name) {
+  for (const Check& check : all_checks()) {
+    if (name == check.name) return check;
+  }
+  STRATA_FAIL("fuzz::find_check", "no check called '", name, "'");
 }
 
 }  // namespace strata::fuzz

@@ -15,7 +15,19 @@ struct Check {
   std::string (*run)(const Program& p, std::mt19937_64& rng);
 };
 
+// Every check: the first ones (checks.cpp) and stack_checks() (stacks.cpp).
 const std::vector<Check>& all_checks();
+// Functionalize, trace + replay, cond, custom functions, float32, threads.
+const std::vector<Check>& stack_checks();
+// The check called `name`; throws strata::Error for an unknown name.
+const Check& find_check(const std::string& name);
+
+// Bugs a test plants to show a check can fail (tests/fuzz/stacks_test.cpp); the
+// library's own planted bugs are kernels a test registers over the real ones.
+struct PlantedBugs {
+  bool wrong_custom_vjp = false;  // the custom function's vjp rule scales x's gradient
+};
+PlantedBugs& planted_bugs();
 
 // Prefixes the result of a check where the transform raised a strata::Error for
 // an unsupported case that the reference ran.

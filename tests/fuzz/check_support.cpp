@@ -1,0 +1,52 @@
+#include "tests/fuzz/check_support.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace strata::fuzz {
+
+Tensor random_tensor(std::mt19937_64& rng, const std::vector<int64_t>& shape, ScalarType dtype) {
+  std::normal_distribution<double> normal;
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<double> values(static_cast<size_t>(n));
+  for (double& v : values) v = normal(rng);
+  return tensor(values, shape).to(dtype);
+}
+
+std::vector<int64_t> with_batch(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> out{kBatch};
+  out.insert(out.end(), shape.begin(), shape.end());
+  return out;
+}
+
+namespace {
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype()) return false;
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  return std::memcmp(ca.data_ptr(), cb.data_ptr(),
+                     static_cast<size_t>(ca.numel() * element_size(ca.dtype()))) == 0;
+}
+
+}  // namespace
+
+std::string compare(const char* what, const Tensor& a, const Tensor& b, double tol) {
+  std::ostringstream out;
+  if (a.sizes() != b.sizes()) {
+    out << what << ": shapes " << shape_string(a.sizes()) << " vs " << shape_string(b.sizes());
+    return out.str();
+  }
+  if (a.numel() == 0) return {};
+  if (tol == 0) {
+    if (!bitwise_equal(a, b)) out << what << ": not bitwise equal";
+    return out.str();
+  }
+  const double err = (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
+  const double scale = 1 + b.to(kFloat64).abs().max().item<double>();
+  if (!(err <= tol * scale))
+    out << what << ": max difference " << err << " (scale " << scale << ")";
+  return out.str();
+}
+
+}  // namespace strata::fuzz

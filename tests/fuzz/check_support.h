@@ -1,0 +1,53 @@
+#pragma once
+
+// What the differential fuzzer's checks share: random inputs, the comparison of
+// two results and the rule that both sides run or both raise a strata::Error.
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/fuzz/checks.h"
+
+namespace strata::fuzz {
+
+inline constexpr int64_t kBatch = 3;
+
+// Normal values of `shape`, float64 unless told.
+Tensor random_tensor(std::mt19937_64& rng, const std::vector<int64_t>& shape,
+                     ScalarType dtype = kFloat64);
+// {kBatch, shape...}
+std::vector<int64_t> with_batch(const std::vector<int64_t>& shape);
+
+// Empty when a and b have one shape and agree to within tol (relative to b's
+// size); tol 0 asks for bitwise equality (NaN equal to NaN in the same place).
+std::string compare(const char* what, const Tensor& a, const Tensor& b, double tol);
+
+// Runs f; an error (strata::Error) is returned as nullopt with its message.
+template <class F>
+std::optional<Tensor> attempt(F&& f, std::string& error) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    error = e.what();
+    return std::nullopt;
+  }
+}
+
+// Both ran, or both raised a strata::Error.
+template <class F, class G>
+std::string agree(const char* what, F&& transformed, G&& reference, double tol) {
+  std::string e1, e2;
+  const std::optional<Tensor> a = attempt(transformed, e1);
+  const std::optional<Tensor> b = attempt(reference, e2);
+  if (!a && !b) return {};
+  // A transform may raise a clear error for what it does not support (writing a
+  // batched value into an unbatched tensor, an in-place op on a view under grad):
+  // counted and listed by the driver, not a failure.
+  if (!a) return std::string(kUnsupported) + std::string(what) + ": " + e1;
+  if (!b) return std::string(what) + ": the reference raised but the transform ran: " + e2;
+  return compare(what, *a, *b, tol);
+}
+
+}  // namespace strata::fuzz

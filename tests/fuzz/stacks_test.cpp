@@ -1,0 +1,142 @@
+// The differential fuzzer's stacks (stacks.cpp) pass on random programs, and each
+// fails once a bug is planted: a wrong kernel registered over a real one at the
+// key the stack exercises (or, for the custom function, a wrong vjp rule).
+#include <gtest/gtest.h>
+#include <strata/strata.h>
+
+#include <numbers>
+#include <thread>
+
+#include "dispatcher/dispatcher.h"
+#include "dispatcher/library.h"
+#include "tests/fuzz/checks.h"
+
+namespace strata::fuzz {
+namespace {
+
+constexpr const char* kFunctionalize = "functionalize (both modes) vs eager, and under grad";
+constexpr const char* kTrace = "trace + replay on new inputs vs eager (plain, vmap, grad)";
+constexpr const char* kCond = "vmap(cond) per-sample predicate, and vmap(grad(cond)), vs loop";
+constexpr const char* kCustom = "custom_function (vjp rule) under grad, jvp, vmap vs plain";
+constexpr const char* kDtypes = "float32 vs float64 (values, grad)";
+constexpr const char* kThreads = "vmap and vmap(grad) on 2 threads vs 1 (bitwise)";
+
+bool is_failure(const std::string& result) {
+  return !result.empty() && result.rfind(kUnsupported, 0) != 0;
+}
+
+// A failure (not an unsupported case) whose report starts with `what`.
+void expect_caught(const std::string& result, const char* what) {
+  EXPECT_TRUE(is_failure(result)) << result;
+  EXPECT_EQ(result.rfind(what, 0), 0u) << result;
+}
+
+// Failures of `check` over random programs (seeds 1..n).
+int failures(const char* check, int n) {
+  int failed = 0;
+  for (int seed = 1; seed <= n; ++seed) {
+    std::mt19937_64 rng(static_cast<uint64_t>(seed));
+    const Program p = random_program(rng);
+    std::mt19937_64 check_rng(rng());
+    const std::string result = find_check(check).run(p, check_rng);
+    EXPECT_FALSE(is_failure(result)) << "seed " << seed << ": " << result << "\n" << to_cpp(p);
+    failed += is_failure(result);
+  }
+  return failed;
+}
+
+// The result of `check` on f(x, y) = op(x, y) then sin, on [2, 3] inputs.
+std::string run_on(const char* check, OpKind op) {
+  const Program p{.shape = {2, 3}, .code = {{op, 0, 1}, {OpKind::Sin, 2, 2}}};
+  std::mt19937_64 rng(7);
+  return find_check(check).run(p, rng);
+}
+
+// A boxed kernel replacing one operator's kernel at `key` while the test runs.
+template <class F>
+Library plant(const char* op, DispatchKey key, F kernel) {
+  Library lib(Library::Kind::Impl, "strata", key, __FILE__, __LINE__);
+  lib.impl(op, key,
+           KernelFunction::from_boxed_functor(
+               [kernel](const OperatorHandle&, DispatchKeySet keys, Stack& stack) { kernel(keys, stack); }));
+  return lib;
+}
+
+// sin computed another way (cos(x - pi/2)), plus `error(x)`.
+template <class E>
+Library plant_sin(E error) {
+  return plant("sin", DispatchKey::CPU, [error](DispatchKeySet, Stack& stack) {
+    const Tensor x = stack.back().to_tensor();
+    stack.back() = (x - std::numbers::pi / 2).cos() + error(x);
+  });
+}
+
+TEST(FuzzStacks, PassOnRandomPrograms) {
+  for (const char* check : {kFunctionalize, kTrace, kCond, kCustom, kDtypes, kThreads}) {
+    EXPECT_EQ(failures(check, 40), 0) << check;
+  }
+}
+
+TEST(FuzzStacks, FunctionalizeCatchesAWrongFunctionalVariant) {
+  EXPECT_EQ(run_on(kFunctionalize, OpKind::AddInPlace), "");
+  // add.Tensor, which functionalize runs for add_, subtracts: eager (add_ only) is
+  // unaffected, functionalize goes wrong.
+  const Library lib = plant("add.Tensor", DispatchKey::CPU, [](DispatchKeySet, Stack& stack) {
+    stack.pop_back();  // alpha
+    const Tensor b = stack.back().to_tensor();
+    stack.pop_back();
+    stack.back() = stack.back().to_tensor() - b;
+  });
+  expect_caught(run_on(kFunctionalize, OpKind::AddInPlace), "functionalize vs eager: not bitwise equal");
+}
+
+TEST(FuzzStacks, TraceCatchesAnOpTheRecorderMissed) {
+  EXPECT_EQ(run_on(kTrace, OpKind::Mul), "");
+  // sin while tracing skips the recorder: its output is kept as a constant.
+  const Library lib = plant("sin", DispatchKey::Mode, [](DispatchKeySet keys, Stack& stack) {
+    Dispatcher::singleton().findSchemaOrThrow("strata::sin", "").redispatch_boxed(
+        keys & DispatchKeySet::below(DispatchKey::Mode), stack);
+  });
+  expect_caught(run_on(kTrace, OpKind::Mul), "trace replay vs eager: not bitwise equal");
+}
+
+TEST(FuzzStacks, CondCatchesSwappedLanes) {
+  EXPECT_EQ(run_on(kCond, OpKind::Mul), "");
+  // where() keeps the other branch's lane: cond under vmap picks the wrong results.
+  const Library lib = plant("where.self", DispatchKey::CPU, [](DispatchKeySet, Stack& stack) {
+    const Tensor b = stack.back().to_tensor();
+    stack.pop_back();
+    const Tensor a = stack.back().to_tensor();
+    stack.pop_back();
+    const Tensor c = stack.back().to_tensor().to(a.dtype());
+    stack.back() = a + c * (b - a);
+  });
+  expect_caught(run_on(kCond, OpKind::Mul), "vmap(cond) vs loop: max difference");
+}
+
+TEST(FuzzStacks, CustomFunctionCatchesAWrongRule) {
+  EXPECT_EQ(run_on(kCustom, OpKind::Mul), "");
+  planted_bugs().wrong_custom_vjp = true;
+  const std::string result = run_on(kCustom, OpKind::Mul);
+  planted_bugs().wrong_custom_vjp = false;
+  expect_caught(result, "grad(custom_function) vs grad: max difference");
+}
+
+TEST(FuzzStacks, Float32CatchesAKernelWrongInFloat32Only) {
+  {
+    const Library exact = plant_sin([](const Tensor&) { return 0.0; });
+    EXPECT_EQ(run_on(kDtypes, OpKind::Mul), "");
+  }
+  const Library lib = plant_sin([](const Tensor& x) { return x.dtype() == kFloat32 ? 1e-2 : 0.0; });
+  expect_caught(run_on(kDtypes, OpKind::Mul), "float32 vs float64: max difference");
+}
+
+TEST(FuzzStacks, ThreadsCatchAKernelThatDependsOnTheThread) {
+  EXPECT_EQ(run_on(kThreads, OpKind::Mul), "");
+  const std::thread::id main = std::this_thread::get_id();
+  const Library lib = plant_sin([main](const Tensor&) { return std::this_thread::get_id() == main ? 0.0 : 1e-15; });
+  expect_caught(run_on(kThreads, OpKind::Mul), "2 threads vs 1: not bitwise equal");
+}
+
+}  // namespace
+}  // namespace strata::fuzz
