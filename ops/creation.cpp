@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "dispatcher/op_def.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/factory_backend_select.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -133,12 +134,24 @@ TensorMeta eye_checked(int64_t n, std::optional<int64_t> m, std::optional<Scalar
   return {{n, cols}, dtype.value_or(kFloat32)};
 }
 
+// A factory's values computed on the host: for a GPU they are copied over (arange,
+// linspace and eye are small and made once, so no kernel of their own).
+template <class Fill>
+Tensor made_on_host(const TensorMeta& meta, std::optional<Device> device, const char* op,
+                    Fill fill) {
+  const Device target = device.value_or(kCPU);
+  Tensor host = make_empty_tensor(meta.sizes, meta.dtype, kCPU, op);
+  fill(host);
+  if (target.is_cpu()) return host;
+  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, target, op);
+  on_device::copy_kernel(out, host);
+  return out;
+}
+
 Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step,
                   std::optional<ScalarType> dtype, std::optional<Device> device) {
-  const TensorMeta meta = arange_checked(start, end, step, dtype);
-  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, device.value_or(kCPU), "strata::arange");
-  cpu::arange_kernel(out, start, step);
-  return out;
+  return made_on_host(arange_checked(start, end, step, dtype), device, "strata::arange",
+                      [&](const Tensor& out) { cpu::arange_kernel(out, start, step); });
 }
 
 Tensor arange_end_composite(const Scalar& end, std::optional<ScalarType> dtype,
@@ -148,18 +161,14 @@ Tensor arange_end_composite(const Scalar& end, std::optional<ScalarType> dtype,
 
 Tensor linspace_cpu(const Scalar& start, const Scalar& end, int64_t steps,
                     std::optional<ScalarType> dtype, std::optional<Device> device) {
-  const TensorMeta meta = linspace_checked(steps, dtype);
-  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, device.value_or(kCPU), "strata::linspace");
-  cpu::linspace_kernel(out, start, end);
-  return out;
+  return made_on_host(linspace_checked(steps, dtype), device, "strata::linspace",
+                      [&](const Tensor& out) { cpu::linspace_kernel(out, start, end); });
 }
 
 Tensor eye_cpu(int64_t n, std::optional<int64_t> m, std::optional<ScalarType> dtype,
                std::optional<Device> device) {
-  const TensorMeta meta = eye_checked(n, m, dtype);
-  Tensor out = make_empty_tensor(meta.sizes, meta.dtype, device.value_or(kCPU), "strata::eye");
-  cpu::eye_kernel(out);
-  return out;
+  return made_on_host(eye_checked(n, m, dtype), device, "strata::eye",
+                      [](const Tensor& out) { cpu::eye_kernel(out); });
 }
 
 // ---- the *_like family ---------------------------------------------------------
@@ -302,18 +311,19 @@ const OpFamily kCreationOps("creation", {
                    &full_composite, &full_shape),
     {.schema = "arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
      .decomposition = &arange_end_composite},
-    kernel_factory("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, "
-                   "ScalarType? dtype=None, Device? device=None) -> Tensor",
-                   &arange_cpu, &FactoryBackendSelect<kArange, kStartStep, ArangeSig>::kernel,
-                   &arange_shape),
-    kernel_factory("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, "
-                   "Device? device=None) -> Tensor",
-                   &linspace_cpu,
-                   &FactoryBackendSelect<kLinspace, kNoOverload, LinspaceSig>::kernel,
-                   &linspace_shape),
-    kernel_factory("eye(int n, int? m=None, *, ScalarType? dtype=None, Device? device=None) -> "
-                   "Tensor",
-                   &eye_cpu, &FactoryBackendSelect<kEye, kNoOverload, EyeSig>::kernel, &eye_shape),
+    on_every_backend(kernel_factory(
+        "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, "
+        "ScalarType? dtype=None, Device? device=None) -> Tensor",
+        &arange_cpu, &FactoryBackendSelect<kArange, kStartStep, ArangeSig>::kernel,
+        &arange_shape)),
+    on_every_backend(kernel_factory(
+        "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, "
+        "Device? device=None) -> Tensor",
+        &linspace_cpu, &FactoryBackendSelect<kLinspace, kNoOverload, LinspaceSig>::kernel,
+        &linspace_shape)),
+    on_every_backend(kernel_factory(
+        "eye(int n, int? m=None, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        &eye_cpu, &FactoryBackendSelect<kEye, kNoOverload, EyeSig>::kernel, &eye_shape)),
     like_factory("empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
                  &empty_like_composite, &like_shape),
     like_factory("zeros_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",

@@ -5,6 +5,7 @@
 // ops/elementwise_unary.cpp.
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/elementwise_unary_internal.h"
 #include "ops/elementwise_util.h"
 #include "ops/op_facets.h"
@@ -63,7 +64,7 @@ void check_self(const Tensor& self) {
 template <UnaryOp kOp, Kind kKind>
 const Tensor& in_place_cpu(const Tensor& self) {
   check_self<kOp, kKind>(self);
-  cpu::unary_kernel(kOp, self, self);
+  on_device::unary_kernel(kOp, self, self);
   self.impl()->bump_version();
   return self;
 }
@@ -78,12 +79,12 @@ MetaList in_place_shape(OpArgs args) {
 // batched self through the boxed pointwise rule.
 template <UnaryOp kOp, Kind kKind>
 OpDef in_place(const char* schema) {
-  return {.schema = schema,
-          .cpu = &in_place_cpu<kOp, kKind>,
-          .derivative = elementwise::unary_derivative(kOp),
-          .batching = batching::pointwise_batch_rule(),
-          .shape = &in_place_shape<kOp, kKind>,
-          .flops = &flops::per_output_element<1>};
+  return on_every_backend({.schema = schema,
+                           .cpu = &in_place_cpu<kOp, kKind>,
+                           .derivative = elementwise::unary_derivative(kOp),
+                           .batching = batching::pointwise_batch_rule(),
+                           .shape = &in_place_shape<kOp, kKind>,
+                           .flops = &flops::per_output_element<1>});
 }
 
 constexpr Kind kNumeric = Kind::Numeric;

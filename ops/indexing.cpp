@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "dispatcher/op_def.h"
+#include "kernels/cuda/indexing.h"
+#include "ops/device_choice.h"
 #include "ops/indexing_internal.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -51,7 +53,8 @@ Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
       make_empty_tensor(index_select_sizes(self, d, index), self.dtype(), self.device(), op);
   // The kernel checks indices as it reads them; with nothing to read, check them here.
   if (out.numel() == 0) check_index_values(self, d, index, op);
-  cpu::index_select_kernel(out, self, d, index);
+  (on_device::any_cuda(out, self, index) ? gpu::index_select_kernel : cpu::index_select_kernel)(
+      out, self, d, index);
   return out;
 }
 
@@ -59,7 +62,8 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
   const char* op = "strata::gather";
   const int64_t d = check_gather(self, dim, index, op);
   Tensor out = make_empty_tensor(index.sizes(), self.dtype(), self.device(), op);
-  cpu::gather_kernel(out, self, d, index);
+  (on_device::any_cuda(out, self, index) ? gpu::gather_kernel : cpu::gather_kernel)(out, self, d,
+                                                                                    index);
   return out;
 }
 
@@ -130,6 +134,7 @@ MetaList gather_meta(OpArgs args) {
 const OpFamily kIndexingOps("indexing", {
     {.schema = "index_select(Tensor self, int dim, Tensor index) -> Tensor",
      .cpu = &index_select_cpu,
+     .cuda = &index_select_cpu,
      .derivative = derivative({.backward = &index_select_backward,
                                .forward = &autograd::linear_forward,
                                .saved_inputs = args(2)}),
@@ -138,6 +143,7 @@ const OpFamily kIndexingOps("indexing", {
      .flops = &flops::zero},
     {.schema = "gather(Tensor self, int dim, Tensor index) -> Tensor",
      .cpu = &gather_cpu,
+     .cuda = &gather_cpu,
      .derivative = derivative({.backward = &gather_backward,
                                .forward = &autograd::linear_forward,
                                .saved_inputs = args(2)}),

@@ -1,5 +1,7 @@
 // The argument checks of indexing_internal.h, shared by the indexing operator files.
 #include "kernels/cpu/indexing.h"
+#include "kernels/cuda/indexing.h"
+#include "ops/device_choice.h"
 #include "ops/indexing_internal.h"
 #include "tensor/error.h"
 
@@ -31,7 +33,8 @@ void check_index_within(const Tensor& index, const Tensor& other, const char* ot
 }
 
 void check_index_values(const Tensor& self, int64_t d, const Tensor& index, const char* op) {
-  cpu::check_index_range(index, size_at(self, d), d, op);
+  (on_device::is_cuda(index) ? gpu::check_index_range : cpu::check_index_range)(
+      index, size_at(self, d), d, op);
 }
 
 }  // namespace strata::indexing_detail

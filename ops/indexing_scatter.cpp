@@ -8,6 +8,9 @@
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/indexing.h"
+#include "kernels/cuda/indexing.h"
+#include "ops/device_choice.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/indexing_internal.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -38,7 +41,7 @@ void check_same_dtype(const Tensor& self, const Tensor& values, const char* name
 // A contiguous copy of self for the out-of-place scatters to accumulate into.
 Tensor copy_of(const Tensor& self, const char* op) {
   Tensor out = make_empty_tensor(self.sizes(), self.dtype(), self.device(), op);
-  cpu::copy_kernel(out, self);
+  on_device::copy_kernel(out, self);
   return out;
 }
 
@@ -74,7 +77,8 @@ Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, con
   const int64_t d = check_scatter_add(self, dim, index, src, op);
   check_index_values(self, d, index, op);
   Tensor out = copy_of(self, op);
-  cpu::scatter_add_kernel(out, d, index, src);
+  (on_device::any_cuda(out, index, src) ? gpu::scatter_add_kernel : cpu::scatter_add_kernel)(
+      out, d, index, src);
   return out;
 }
 
@@ -93,7 +97,8 @@ const Tensor& scatter_add__cpu(const Tensor& self, int64_t dim, const Tensor& in
   const int64_t d = check_scatter_add(self, dim, index, src, op);
   check_index_values(self, d, index, op);
   check_written_alone(self, index, src, op);
-  cpu::scatter_add_kernel(self, d, index, src);
+  (on_device::any_cuda(self, index, src) ? gpu::scatter_add_kernel : cpu::scatter_add_kernel)(
+      self, d, index, src);
   self.impl()->bump_version();
   return self;
 }
@@ -104,7 +109,8 @@ Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const
   const int64_t d = check_index_add(self, dim, index, source, alpha, op);
   check_index_values(self, d, index, op);
   Tensor out = copy_of(self, op);
-  cpu::index_add_kernel(out, d, index, source, alpha);
+  (on_device::any_cuda(out, index, source) ? gpu::index_add_kernel : cpu::index_add_kernel)(
+      out, d, index, source, alpha);
   return out;
 }
 
@@ -114,7 +120,8 @@ const Tensor& index_add__cpu(const Tensor& self, int64_t dim, const Tensor& inde
   const int64_t d = check_index_add(self, dim, index, source, alpha, op);
   check_index_values(self, d, index, op);
   check_written_alone(self, index, source, op);
-  cpu::index_add_kernel(self, d, index, source, alpha);
+  (on_device::any_cuda(self, index, source) ? gpu::index_add_kernel : cpu::index_add_kernel)(
+      self, d, index, source, alpha);
   self.impl()->bump_version();
   return self;
 }
@@ -293,12 +300,14 @@ KernelFunction index_add_derivative() {
 const OpFamily kScatterOps("indexing_scatter", {
     {.schema = "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
      .cpu = &scatter_add_cpu,
+     .cuda = &scatter_add_cpu,
      .derivative = scatter_add_derivative(),
      .batching = &scatter_add_batched<false>,
      .shape = &scatter_add_meta<false>,
      .flops = &scatter_add_flops},
     {.schema = "scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
      .cpu = &scatter_add__cpu,
+     .cuda = &scatter_add__cpu,
      .derivative = scatter_add_derivative(),
      .batching = &scatter_add_batched<true>,
      .shape = &scatter_add_meta<true>,
@@ -306,6 +315,7 @@ const OpFamily kScatterOps("indexing_scatter", {
     {.schema = "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
                "Tensor",
      .cpu = &index_add_cpu,
+     .cuda = &index_add_cpu,
      .derivative = index_add_derivative(),
      .batching = &index_add_batched<false>,
      .shape = &index_add_meta<false>,
@@ -313,6 +323,7 @@ const OpFamily kScatterOps("indexing_scatter", {
     {.schema = "index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, "
                "Scalar alpha=1) -> Tensor(a!)",
      .cpu = &index_add__cpu,
+     .cuda = &index_add__cpu,
      .derivative = index_add_derivative(),
      .batching = &index_add_batched<true>,
      .shape = &index_add_meta<true>,

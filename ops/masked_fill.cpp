@@ -3,6 +3,8 @@
 // together).
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/indexing.h"
+#include "kernels/cuda/indexing.h"
+#include "ops/device_choice.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -38,7 +40,8 @@ DimVector masked_fill_sizes(const Tensor& self, const Tensor& mask, const Scalar
 Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
   Tensor out = make_empty_tensor(masked_fill_sizes(self, mask, value), self.dtype(),
                                  self.device(), "strata::masked_fill");
-  cpu::masked_fill_kernel(out, self, mask, value);
+  (on_device::any_cuda(out, self, mask) ? gpu::masked_fill_kernel : cpu::masked_fill_kernel)(
+      out, self, mask, value);
   return out;
 }
 
@@ -48,7 +51,8 @@ const Tensor& masked_fill__cpu(const Tensor& self, const Tensor& mask, const Sca
   const DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), op);
   STRATA_CHECK(IntArrayRef(shape) == self.sizes(), op, "mask of shape ", shape_string(mask.sizes()),
                " cannot be broadcast to self's shape ", shape_string(self.sizes()));
-  cpu::masked_fill_kernel(self, self, mask, value);
+  (on_device::any_cuda(self, mask) ? gpu::masked_fill_kernel : cpu::masked_fill_kernel)(
+      self, self, mask, value);
   self.impl()->bump_version();
   return self;
 }
@@ -84,12 +88,14 @@ MetaList masked_fill_shape(OpArgs args) {
 const OpFamily kMaskedFillOps("masked_fill", {
     {.schema = "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
      .cpu = &masked_fill_cpu,
+     .cuda = &masked_fill_cpu,
      .derivative = masked_fill_derivative(),
      .batching = batching::pointwise_batch_rule(),
      .shape = &masked_fill_shape,
      .flops = &flops::zero},
     {.schema = "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
      .cpu = &masked_fill__cpu,
+     .cuda = &masked_fill__cpu,
      .derivative = masked_fill_derivative(),
      .batching = batching::pointwise_batch_rule(),
      .shape = &shape::same_as_self,

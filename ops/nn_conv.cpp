@@ -4,6 +4,8 @@
 
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cuda/nn.h"
+#include "ops/device_choice.h"
 #include "ops/nn_backward.h"
 #include "ops/nn_common.h"
 #include "ops/op_facets.h"
@@ -121,8 +123,9 @@ Tensor conv2d_cpu(const Tensor& input, const Tensor& weight, const std::optional
       conv2d_checked(input, weight, bias, stride, padding, dilation, groups);
   Tensor out = make_empty_tensor(output_sizes(g), input.dtype(), input.device(), "strata::conv2d");
   const std::optional<Tensor> bias_data = contiguous(bias);
-  cpu::conv2d_forward_kernel(out, contiguous(input), contiguous(weight),
-                             bias_data ? &*bias_data : nullptr, g);
+  (on_device::any_cuda(out, input, weight, bias) ? gpu::conv2d_forward_kernel
+                                                 : cpu::conv2d_forward_kernel)(
+      out, contiguous(input), contiguous(weight), bias_data ? &*bias_data : nullptr, g);
   return out;
 }
 
@@ -133,7 +136,9 @@ Tensor conv2d_backward_input_cpu(const Tensor& grad_output, IntArrayRef input_si
       backward_input_checked(grad_output, input_sizes, weight, stride, padding, dilation, groups);
   Tensor grad_input = make_empty_tensor(input_sizes, weight.dtype(), weight.device(),
                                         "strata::conv2d_backward_input");
-  cpu::conv2d_backward_input_kernel(grad_input, contiguous(grad_output), contiguous(weight), g);
+  (on_device::any_cuda(grad_input, grad_output, weight) ? gpu::conv2d_backward_input_kernel
+                                                        : cpu::conv2d_backward_input_kernel)(
+      grad_input, contiguous(grad_output), contiguous(weight), g);
   return grad_input;
 }
 
@@ -144,7 +149,9 @@ Tensor conv2d_backward_weight_cpu(const Tensor& grad_output, const Tensor& input
       backward_weight_checked(grad_output, input, weight_sizes, stride, padding, dilation, groups);
   Tensor grad_weight = make_empty_tensor(weight_sizes, input.dtype(), input.device(),
                                          "strata::conv2d_backward_weight");
-  cpu::conv2d_backward_weight_kernel(grad_weight, contiguous(grad_output), contiguous(input), g);
+  (on_device::any_cuda(grad_weight, grad_output, input) ? gpu::conv2d_backward_weight_kernel
+                                                        : cpu::conv2d_backward_weight_kernel)(
+      grad_weight, contiguous(grad_output), contiguous(input), g);
   return grad_weight;
 }
 
@@ -470,6 +477,7 @@ const OpFamily kConvOps("nn_conv", {
     {.schema = "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, "
                "int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor",
      .cpu = &conv2d_cpu,
+     .cuda = &conv2d_cpu,
      .derivative = derivative(
          {.backward = &conv2d_backward, .forward = &conv2d_forward, .saved_inputs = args(0, 1)}),
      .batching = &conv2d_batched,
@@ -478,6 +486,7 @@ const OpFamily kConvOps("nn_conv", {
     {.schema = "conv2d_backward_input(Tensor grad_output, int[4] input_sizes, Tensor weight, "
                "int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
      .cpu = &conv2d_backward_input_cpu,
+     .cuda = &conv2d_backward_input_cpu,
      .derivative = derivative({.backward = &conv2d_backward_input_backward,
                                .forward = &conv2d_backward_input_forward,
                                .saved_inputs = args(0, 2)}),
@@ -487,6 +496,7 @@ const OpFamily kConvOps("nn_conv", {
     {.schema = "conv2d_backward_weight(Tensor grad_output, Tensor input, int[4] weight_sizes, "
                "int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
      .cpu = &conv2d_backward_weight_cpu,
+     .cuda = &conv2d_backward_weight_cpu,
      .derivative = derivative({.backward = &conv2d_backward_weight_backward,
                                .forward = &conv2d_backward_weight_forward,
                                .saved_inputs = args(0, 1)}),

@@ -3,6 +3,8 @@
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/loss.h"
+#include "kernels/cuda/nn.h"
+#include "ops/device_choice.h"
 #include "ops/nn_common.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -71,8 +73,9 @@ Tensor nll_loss_cpu(const Tensor& input, const Tensor& target, const std::option
   Tensor out = make_empty_tensor(nll_loss_checked(input, target, weight, reduction), input.dtype(),
                                  input.device(), "strata::nll_loss");
   const std::optional<Tensor> weight_data = contiguous(weight);
-  cpu::nll_loss_kernel(out, contiguous(input), contiguous(target),
-                       weight_data ? &*weight_data : nullptr, reduction, ignore_index);
+  (on_device::any_cuda(out, input, target, weight) ? gpu::nll_loss_kernel : cpu::nll_loss_kernel)(
+      out, contiguous(input), contiguous(target), weight_data ? &*weight_data : nullptr, reduction,
+      ignore_index);
   return out;
 }
 
@@ -124,7 +127,9 @@ using autograd::sum_defined;
 // ignored target).
 Tensor picked_classes(const Tensor& input, const Tensor& target, int64_t ignore_index) {
   Tensor label = target.unsqueeze(-1);
-  return (arange(input.sizes().back(), kInt64) == label).logical_and(label != ignore_index);
+  Tensor classes = arange(input.sizes().back(), kInt64);  // a factory: made on the CPU
+  if (!input.device().is_cpu()) classes = classes.to(input.device());
+  return (classes == label).logical_and(label != ignore_index);
 }
 
 // loss_i = -w[t_i] x[i, t_i] (0 for an ignored target), kept (none), summed, or
@@ -324,6 +329,7 @@ const OpFamily kLossOps("nn_loss", {
     {.schema = "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
                "int ignore_index=-100) -> Tensor",
      .cpu = &nll_loss_cpu,
+     .cuda = &nll_loss_cpu,
      .derivative = derivative({.backward = &nll_loss_backward,
                                .forward = &nll_loss_forward,
                                .saved_inputs = args(0, 1, 2),
@@ -335,6 +341,7 @@ const OpFamily kLossOps("nn_loss", {
      .decomposition = &cross_entropy_composite},
     {.schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
      .cpu = &mse_loss_cpu,
+     .cuda = &mse_loss_composite,
      .decomposition = &mse_loss_composite,
      .derivative = derivative({.backward = &mse_loss_backward,
                                .forward = &mse_loss_forward,

@@ -6,7 +6,11 @@
 
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cuda/indexing.h"
 #include "kernels/cuda/linalg.h"
+#include "kernels/cuda/nn.h"
+#include "kernels/cuda/random.h"
+#include "ops/device_choice.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/linalg.h"
 #include "ops/linalg_views.h"
@@ -117,7 +121,8 @@ Tensor embedding_cpu(const Tensor& weight, const Tensor& indices) {
   check_embedding_arguments(weight, indices);
   Tensor out = make_empty_tensor(embedding_sizes(weight, indices), weight.dtype(), weight.device(),
                                  "strata::embedding");
-  cpu::embedding_kernel(out, contiguous(weight), contiguous(indices));
+  (on_device::any_cuda(out, weight, indices) ? gpu::embedding_kernel : cpu::embedding_kernel)(
+      out, contiguous(weight), contiguous(indices));
   return out;
 }
 
@@ -148,8 +153,10 @@ Tensor layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
   Tensor out =
       make_empty_tensor(input.sizes(), input.dtype(), input.device(), "strata::layer_norm");
   const std::optional<Tensor> weight_data = contiguous(weight), bias_data = contiguous(bias);
-  cpu::layer_norm_kernel(out, contiguous(input), weight_data ? &*weight_data : nullptr,
-                         bias_data ? &*bias_data : nullptr, rows, eps);
+  const auto kernel = on_device::any_cuda(out, input, weight, bias) ? gpu::layer_norm_kernel
+                                                                     : cpu::layer_norm_kernel;
+  kernel(out, contiguous(input), weight_data ? &*weight_data : nullptr,
+         bias_data ? &*bias_data : nullptr, rows, eps);
   return out;
 }
 
@@ -185,7 +192,8 @@ Tensor dropout_mask_cpu(const Tensor& input, double p, const Generator& gen) {
   Tensor mask =
       make_empty_tensor(input.sizes(), input.dtype(), input.device(), "strata::dropout_mask");
   const uint64_t first = gen.reserve(static_cast<uint64_t>(mask.numel()));
-  cpu::dropout_mask_kernel(mask, p, gen.seed(), first);
+  (on_device::any_cuda(mask) ? gpu::dropout_mask_kernel : cpu::dropout_mask_kernel)(
+      mask, p, gen.seed(), first);
   return mask;
 }
 
@@ -441,6 +449,7 @@ const OpFamily kNnMiscOps("nn_misc", {
      .flops = &linear_flops},
     {.schema = "embedding(Tensor weight, Tensor indices) -> Tensor",
      .cpu = &embedding_cpu,
+     .cuda = &embedding_cpu,
      .derivative = derivative({.backward = &embedding_backward,
                                .forward = &autograd::linear_forward,
                                .saved_inputs = args(1)}),
@@ -450,6 +459,7 @@ const OpFamily kNnMiscOps("nn_misc", {
     {.schema = "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
                "Tensor? bias=None, float eps=1e-05) -> Tensor",
      .cpu = &layer_norm_cpu,
+     .cuda = &layer_norm_cpu,
      .decomposition = &layer_norm_composite,
      .derivative = derivative({.backward = &layer_norm_backward,
                                .forward = &layer_norm_forward,
@@ -460,6 +470,7 @@ const OpFamily kNnMiscOps("nn_misc", {
     // Zeros with probability p, else 1 / (1 - p): the factor dropout multiplies by.
     {.schema = "dropout_mask(Tensor self, float p, Generator generator) -> Tensor",
      .cpu = &dropout_mask_cpu,
+     .cuda = &dropout_mask_cpu,
      .derivative = {autograd::non_differentiable(), "random: a mask depends on no input's values"},
      .batching = Absent{"random: the vmap interpreter draws each sample's mask (Randomness)"},
      .shape = &dropout_mask_shape,

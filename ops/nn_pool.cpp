@@ -2,6 +2,8 @@
 // (kernels in kernels/cpu/pool.cpp).
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/pool.h"
+#include "kernels/cuda/nn.h"
+#include "ops/device_choice.h"
 #include "ops/nn_backward.h"
 #include "ops/nn_common.h"
 #include "ops/op_facets.h"
@@ -75,7 +77,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& input, IntA
   const DimVector sizes = pooled_sizes(input, g);
   Tensor values = make_empty_tensor(sizes, input.dtype(), input.device(), op);
   Tensor indices = make_empty_tensor(sizes, kInt64, input.device(), op);
-  cpu::max_pool2d_kernel(values, indices, contiguous(input), g);
+  (on_device::any_cuda(values, input) ? gpu::max_pool2d_kernel : cpu::max_pool2d_kernel)(
+      values, indices, contiguous(input), g);
   return {values, indices};
 }
 
@@ -114,7 +117,9 @@ Tensor max_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& input,
   g.planes = g.in_h * g.in_w == 0 ? 0 : input.numel() / (g.in_h * g.in_w);
   Tensor grad_input = make_empty_tensor(input.sizes(), input.dtype(), input.device(),
                                         "strata::max_pool2d_backward");
-  cpu::max_pool2d_backward_kernel(grad_input, contiguous(grad_output), contiguous(indices), g);
+  (on_device::any_cuda(grad_input, grad_output, indices) ? gpu::max_pool2d_backward_kernel
+                                                         : cpu::max_pool2d_backward_kernel)(
+      grad_input, contiguous(grad_output), contiguous(indices), g);
   return grad_input;
 }
 
@@ -123,7 +128,8 @@ Tensor avg_pool2d_cpu(const Tensor& input, IntArrayRef kernel_size, IntArrayRef 
   constexpr const char* op = "strata::avg_pool2d";
   const cpu::Pool2dGeometry g = pool_geometry(input, kernel_size, stride, padding, {1}, op);
   Tensor out = make_empty_tensor(pooled_sizes(input, g), input.dtype(), input.device(), op);
-  cpu::avg_pool2d_kernel(out, contiguous(input), g);
+  (on_device::any_cuda(out, input) ? gpu::avg_pool2d_kernel : cpu::avg_pool2d_kernel)(
+      out, contiguous(input), g);
   return out;
 }
 
@@ -143,7 +149,9 @@ Tensor avg_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& input,
       avg_pool2d_backward_checked(grad_output, input, kernel_size, stride, padding);
   Tensor grad_input = make_empty_tensor(input.sizes(), input.dtype(), input.device(),
                                         "strata::avg_pool2d_backward");
-  cpu::avg_pool2d_backward_kernel(grad_input, contiguous(grad_output), g);
+  (on_device::any_cuda(grad_input, grad_output)
+       ? gpu::avg_pool2d_backward_kernel
+       : cpu::avg_pool2d_backward_kernel)(grad_input, contiguous(grad_output), g);
   return grad_input;
 }
 
@@ -314,6 +322,7 @@ const OpFamily kPoolOps("nn_pool", {
     {.schema = "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
                "int[2] padding=0, int[2] dilation=1) -> (Tensor, Tensor)",
      .cpu = &max_pool2d_with_indices_cpu,
+     .cuda = &max_pool2d_with_indices_cpu,
      .derivative = derivative({.backward = &max_pool2d_with_indices_backward,
                                .forward = &max_pool2d_with_indices_forward,
                                .saved_inputs = args(0),
@@ -326,6 +335,7 @@ const OpFamily kPoolOps("nn_pool", {
      .decomposition = &max_pool2d_composite},
     {.schema = "max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor",
      .cpu = &max_pool2d_backward_cpu,
+     .cuda = &max_pool2d_backward_cpu,
      .derivative = derivative({.backward = &max_pool2d_backward_backward,
                                .forward = &max_pool2d_backward_forward,
                                .saved_inputs = args(2)}),
@@ -335,6 +345,7 @@ const OpFamily kPoolOps("nn_pool", {
     {.schema = "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0) "
                "-> Tensor",
      .cpu = &avg_pool2d_cpu,
+     .cuda = &avg_pool2d_cpu,
      .derivative = derivative({.backward = &avg_pool2d_backward_formula,
                                .forward = &autograd::linear_forward,
                                .saved_inputs = args(0)}),
@@ -344,6 +355,7 @@ const OpFamily kPoolOps("nn_pool", {
     {.schema = "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, "
                "int[2] stride, int[2] padding) -> Tensor",
      .cpu = &avg_pool2d_backward_cpu,
+     .cuda = &avg_pool2d_backward_cpu,
      .derivative = derivative(
          {.backward = &avg_pool2d_backward_backward, .forward = &avg_pool2d_backward_forward}),
      .batching = KernelFunction::from_boxed(&pool_batched<2, 1>),

@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "dispatcher/op_def.h"
+#include "kernels/cuda/random.h"
+#include "ops/device_choice.h"
 #include "ops/factory_backend_select.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -52,7 +54,8 @@ Tensor rand_cpu(IntArrayRef size, const OptionalGenerator& generator,
                 std::optional<ScalarType> dtype, std::optional<Device> device) {
   Tensor out =
       make_empty_tensor(size, floating_dtype(dtype, size, kRand), device.value_or(kCPU), kRand);
-  cpu::uniform_kernel(out, reserve_stream(generator, out.numel()));
+  (on_device::any_cuda(out) ? gpu::uniform_kernel : cpu::uniform_kernel)(
+      out, reserve_stream(generator, out.numel()));
   return out;
 }
 
@@ -60,7 +63,8 @@ Tensor randn_cpu(IntArrayRef size, const OptionalGenerator& generator,
                  std::optional<ScalarType> dtype, std::optional<Device> device) {
   Tensor out =
       make_empty_tensor(size, floating_dtype(dtype, size, kRandn), device.value_or(kCPU), kRandn);
-  cpu::standard_normal_kernel(out, reserve_stream(generator, out.numel()));
+  (on_device::any_cuda(out) ? gpu::standard_normal_kernel : cpu::standard_normal_kernel)(
+      out, reserve_stream(generator, out.numel()));
   return out;
 }
 
@@ -77,7 +81,8 @@ Tensor randint_cpu(int64_t low, int64_t high, IntArrayRef size, const OptionalGe
                    std::optional<ScalarType> dtype, std::optional<Device> device) {
   Tensor out =
       make_empty_tensor(size, randint_dtype(low, high, dtype), device.value_or(kCPU), kRandint);
-  cpu::randint_kernel(out, low, high, reserve_stream(generator, out.numel()));
+  (on_device::any_cuda(out) ? gpu::randint_kernel : cpu::randint_kernel)(
+      out, low, high, reserve_stream(generator, out.numel()));
   return out;
 }
 
@@ -98,11 +103,12 @@ TensorMeta normal_meta(const Tensor& mean, const Tensor& std) {
 
 Tensor bernoulli_cpu(const Tensor& p, const OptionalGenerator& generator) {
   check_probabilities_dtype(p);
-  STRATA_CHECK(cpu::all_within(p, 0.0, 1.0), "strata::bernoulli",
-               "every probability must lie in [0, 1]; the tensor of shape ",
+  STRATA_CHECK((on_device::any_cuda(p) ? gpu::all_within : cpu::all_within)(p, 0.0, 1.0),
+               "strata::bernoulli", "every probability must lie in [0, 1]; the tensor of shape ",
                shape_string(p.sizes()), " holds values outside it (or NaN)");
   Tensor out = make_empty_tensor(p.sizes(), p.dtype(), p.device(), "strata::bernoulli");
-  cpu::bernoulli_kernel(out, p, reserve_stream(generator, out.numel()));
+  (on_device::any_cuda(out, p) ? gpu::bernoulli_kernel : cpu::bernoulli_kernel)(
+      out, p, reserve_stream(generator, out.numel()));
   return out;
 }
 
@@ -118,11 +124,13 @@ Tensor normal_cpu(const Tensor& mean, const Tensor& std, const OptionalGenerator
   const TensorMeta meta = normal_meta(mean, std);
   const Tensor mean_values = with_dtype(mean, meta.dtype);
   const Tensor std_values = with_dtype(std, meta.dtype);
-  STRATA_CHECK(cpu::all_within(std_values, 0.0, std::numeric_limits<double>::infinity()),
+  STRATA_CHECK((on_device::any_cuda(std_values) ? gpu::all_within : cpu::all_within)(
+                   std_values, 0.0, std::numeric_limits<double>::infinity()),
                "strata::normal", "every std must be >= 0; the tensor of shape ",
                shape_string(std.sizes()), " holds a negative value (or NaN)");
   Tensor out = make_empty_tensor(meta.sizes, meta.dtype, mean.device(), "strata::normal");
-  cpu::normal_kernel(out, mean_values, std_values, reserve_stream(generator, out.numel()));
+  (on_device::any_cuda(out, mean_values, std_values) ? gpu::normal_kernel : cpu::normal_kernel)(
+      out, mean_values, std_values, reserve_stream(generator, out.numel()));
   return out;
 }
 
@@ -176,7 +184,8 @@ constexpr Absent kRandomBatching{"random: the vmap interpreter draws per sample,
 // by their device option like `empty`.
 OpDef random_factory(const char* schema, Kernel cpu, Kernel backend_select, ShapeFn shape) {
   return {.schema = schema,
-          .cpu = std::move(cpu),
+          .cpu = cpu,
+          .cuda = std::move(cpu),
           .backend_select = std::move(backend_select),
           .derivative = Absent{"no tensor inputs: nothing to differentiate"},
           .batching = kRandomBatching,
@@ -199,6 +208,7 @@ const OpFamily kRandomOps("random", {
                    &randint_shape),
     {.schema = "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
      .cpu = &bernoulli_cpu,
+     .cuda = &bernoulli_cpu,
      .derivative = {autograd::non_differentiable(), "a 0/1 sample: piecewise constant in p"},
      .batching = kRandomBatching,
      .shape = &bernoulli_shape,
@@ -206,6 +216,7 @@ const OpFamily kRandomOps("random", {
     {.schema = "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> "
                "Tensor",
      .cpu = &normal_cpu,
+     .cuda = &normal_cpu,
      .derivative = autograd::derivative({.backward = &normal_backward,
                                          .forward = &normal_forward,
                                          .saved_inputs = autograd::args(0, 1),

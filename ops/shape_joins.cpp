@@ -4,6 +4,8 @@
 #include "dispatcher/local_dispatch_key_set.h"
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/cat.h"
+#include "kernels/cuda/indexing.h"
+#include "ops/device_choice.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -63,7 +65,7 @@ Tensor cat_cpu(ArrayRef<Tensor> tensors, int64_t dim) {
   const char* op = "strata::cat";
   const CatShape shape = cat_shape(tensors, dim, op);
   Tensor out = make_empty_tensor(shape.sizes, result_type(tensors), tensors[0].device(), op);
-  cpu::cat_kernel(out, tensors, shape.dim);
+  (on_device::any_cuda(out, tensors) ? gpu::cat_kernel : cpu::cat_kernel)(out, tensors, shape.dim);
   return out;
 }
 
@@ -141,6 +143,7 @@ MetaList cat_meta(OpArgs args) {
 const OpFamily kJoinOps("shape_joins", {
     {.schema = "cat(Tensor[] tensors, int dim=0) -> Tensor",
      .cpu = &cat_cpu,
+     .cuda = &cat_cpu,
      // Linear: the tangents joined as the values are (zeros for an input without
      // one, an integer input included).
      .derivative =

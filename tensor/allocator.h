@@ -84,11 +84,14 @@ void release_cpu_allocator_cache();
 // backend these report zeros and do nothing.
 struct CudaAllocatorStats {
   size_t bytes_in_use = 0;        // held by live tensors, in rounded block sizes
+  size_t peak_bytes_in_use = 0;   // the most bytes_in_use reached since the last reset
   size_t bytes_cached = 0;        // freed and kept for reuse
   size_t device_allocations = 0;  // cudaMalloc calls so far
   size_t device_frees = 0;        // cudaFree calls so far
 };
 CudaAllocatorStats cuda_allocator_stats();
+// Restarts peak_bytes_in_use from the bytes in use now (summed over devices).
+void reset_cuda_allocator_peak();
 void set_cuda_allocator_caching(bool enabled);
 bool cuda_allocator_caching();
 // Returns every cached block of every device to the driver.

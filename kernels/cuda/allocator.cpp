@@ -2,6 +2,7 @@
 // registered for DeviceType::CUDA when the library loads.
 #include "tensor/allocator.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -38,7 +39,13 @@ struct DevicePool {
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<void*>> free_blocks;  // by rounded size
   size_t bytes_in_use = 0;
+  size_t peak_bytes_in_use = 0;
   size_t bytes_cached = 0;
+
+  void add_in_use(size_t size) {
+    bytes_in_use += size;
+    peak_bytes_in_use = std::max(peak_bytes_in_use, bytes_in_use);
+  }
 };
 
 class CudaCachingAllocator final : public Allocator {
@@ -69,7 +76,7 @@ class CudaCachingAllocator final : public Allocator {
         void* block = it->second.back();
         it->second.pop_back();
         pool.bytes_cached -= size;
-        pool.bytes_in_use += size;
+        pool.add_in_use(size);
         return block;
       }
     }
@@ -89,7 +96,7 @@ class CudaCachingAllocator final : public Allocator {
                   " bytes held by tensors): ", cudaGetErrorString(status));
     }
     std::lock_guard<std::mutex> lock(pool.mutex);
-    pool.bytes_in_use += size;
+    pool.add_in_use(size);
     return block;
   }
 
@@ -129,11 +136,19 @@ class CudaCachingAllocator final : public Allocator {
     for (DevicePool& pool : pools_) {
       std::lock_guard<std::mutex> lock(pool.mutex);
       s.bytes_in_use += pool.bytes_in_use;
+      s.peak_bytes_in_use += pool.peak_bytes_in_use;
       s.bytes_cached += pool.bytes_cached;
     }
     s.device_allocations = device_allocations_.load(std::memory_order_relaxed);
     s.device_frees = device_frees_.load(std::memory_order_relaxed);
     return s;
+  }
+
+  void reset_peaks() {
+    for (DevicePool& pool : pools_) {
+      std::lock_guard<std::mutex> lock(pool.mutex);
+      pool.peak_bytes_in_use = pool.bytes_in_use;
+    }
   }
 
   std::atomic<bool> caching_{caching_from_environment()};
@@ -183,6 +198,7 @@ CudaCachingAllocator& the_allocator() {
 }  // namespace
 
 CudaAllocatorStats cuda_allocator_stats() { return the_allocator().stats(); }
+void reset_cuda_allocator_peak() { the_allocator().reset_peaks(); }
 
 void set_cuda_allocator_caching(bool enabled) {
   the_allocator().caching_.store(enabled, std::memory_order_relaxed);

@@ -138,6 +138,25 @@ TEST(CudaAllocator, WithCachingOffEveryBlockGoesBack) {
   EXPECT_EQ(after.bytes_cached, 0u);
 }
 
+TEST(CudaAllocator, PeakCountsTheMostBytesInUseSinceItsReset) {
+  STRATA_REQUIRE_CUDA();
+  const size_t base = cuda_allocator_stats().bytes_in_use;
+  reset_cuda_allocator_peak();
+  EXPECT_EQ(cuda_allocator_stats().peak_bytes_in_use, base);
+  constexpr size_t kBytes = size_t{4} << 20;  // a multiple of every block rounding
+  {
+    const Tensor a = empty({1 << 20}, kFloat32, cuda(0));
+    const Tensor b = empty({1 << 20}, kFloat32, cuda(0));
+  }
+  { const Tensor c = empty({1 << 20}, kFloat32, cuda(0)); }
+  const CudaAllocatorStats after = cuda_allocator_stats();
+  EXPECT_EQ(after.bytes_in_use, base);
+  EXPECT_GE(after.peak_bytes_in_use, base + 2 * kBytes);
+  EXPECT_LT(after.peak_bytes_in_use, base + 3 * kBytes);
+  reset_cuda_allocator_peak();
+  EXPECT_EQ(cuda_allocator_stats().peak_bytes_in_use, base);
+}
+
 TEST(CudaAllocator, OutOfMemoryIsAClearErrorAndTheAllocatorStillWorks) {
   STRATA_REQUIRE_CUDA();
   try {

@@ -134,13 +134,31 @@ TEST_F(DispatchTable, MissingKernelErrorListsRegisteredKeys) {
   EXPECT_NE(message.find("kernels are registered for: CUDA"), std::string::npos) << message;
 }
 
+constexpr char kFakeCudaEmpty[] = "fake-cuda-empty";
+
+// Stands in for strata::empty's CUDA kernel: logs, and returns a CPU tensor with
+// the arguments it received, so the routing is checked on a machine without a GPU.
+Tensor fake_cuda_empty(IntArrayRef size, std::optional<ScalarType> dtype,
+                       std::optional<Device> device) {
+  kernel_log().push_back(kFakeCudaEmpty);
+  EXPECT_EQ(device, std::optional<Device>(cuda(0)));
+  return empty(size, dtype.value_or(kFloat32));
+}
+
+// A factory has no tensor argument to name a backend: its BackendSelect kernel
+// reads the device option. With a fake kernel stacked at CUDA for this test only,
+// a CUDA device option must reach it (arguments intact) and a CPU one must not.
 TEST_F(DispatchTable, BackendSelectRoutesFactoriesByDevice) {
+  Library cuda_kernels(Library::Kind::Impl, "strata", DispatchKey::CUDA, __FILE__, __LINE__);
+  cuda_kernels.impl("empty", &fake_cuda_empty);
+  kernel_log().clear();
   EXPECT_EQ(empty({2, 3}).device(), kCPU);
-  auto op = Dispatcher::singleton().findSchemaOrThrow("strata::empty", "");
-  if (op.entry().has_kernel_for(DispatchKey::CUDA)) GTEST_SKIP() << "built with a CUDA kernel";
-  std::string message = error_message([] { empty({2}, kFloat32, cuda(0)); });
-  EXPECT_NE(message.find("[strata::empty] no kernel for dispatch key CUDA"), std::string::npos)
-      << message;
+  EXPECT_EQ(empty({2, 3}, kFloat32, kCPU).device(), kCPU);
+  EXPECT_TRUE(kernel_log().empty());
+  const Tensor routed = empty({4, 5}, kFloat64, cuda(0));
+  EXPECT_EQ(kernel_log(), Log{kFakeCudaEmpty});
+  EXPECT_EQ(routed.sizes(), IntArrayRef({4, 5}));
+  EXPECT_EQ(routed.dtype(), kFloat64);
 }
 
 }  // namespace
