@@ -1,12 +1,12 @@
 #pragma once
 
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "dispatcher/dispatch_mode.h"
 #include "func/trace/decomposition.h"
 #include "func/trace/graph.h"
+#include "func/trace/value_map.h"
 
 namespace strata {
 
@@ -38,15 +38,17 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
 
  private:
   int64_t value_of(const Tensor& t);
-  void bind(const Tensor& t, int64_t id);
   void record(const OperatorHandle& op, Stack& stack);
   // Runs a call: its kernel, or in fake mode its shape function.
   void execute(const OperatorHandle& op, Stack& stack);
 
+  // A small function's graph fits without regrowing (regrowth moves every value).
+  static constexpr size_t kExpectedValues = 32;
+  static constexpr size_t kExpectedNodes = 16;
+
   TraceOptions options_;
   Graph graph_;
-  std::unordered_map<const TensorImpl*, int64_t> ids_;
-  std::vector<Tensor> alive_;  // every bound tensor, so no address is reused while tracing
+  ValueMap ids_;
   int inside_recorded_call_ = 0;
 };
 
