@@ -1,5 +1,8 @@
 // trace's costs (issue 22):
 //   TraceMlpLoss / EagerMlpLoss          trace(f) of a small MLP loss vs one eager call
+//   PassThroughModeMlpLoss               the same call under a dispatch mode that only
+//                                        passes each call on: the part of trace's cost
+//                                        that any dispatch mode pays (boxing each call)
 //   TraceVmapGrad / EagerVmapGrad        the same for vmap(grad(loss)), B = 32
 //   ReplayGradCubed / EagerGradCubed     grad(grad(grad(sin(x) x^2))) on a 0-dim input
 //   ScalarFunction                       f itself, for scale
@@ -8,6 +11,7 @@
 #include <benchmark/benchmark.h>
 #include <strata/strata.h>
 
+#include <memory>
 #include <vector>
 
 namespace st = strata;
@@ -40,6 +44,17 @@ void TraceMlpLoss(benchmark::State& state) {
   Mlp m;
   const st::Tensor x = m.x(4), y = m.y(4);
   for (auto _ : state) benchmark::DoNotOptimize(st::trace(mlp_loss)(m.w1, m.w2, x, y));
+}
+// A dispatch mode that records nothing.
+class PassThrough : public st::DispatchMode {};
+
+void PassThroughModeMlpLoss(benchmark::State& state) {
+  Mlp m;
+  const st::Tensor x = m.x(4), y = m.y(4);
+  for (auto _ : state) {
+    const st::DispatchModeGuard mode(std::make_shared<PassThrough>());
+    benchmark::DoNotOptimize(mlp_loss(m.w1, m.w2, x, y));
+  }
 }
 void EagerVmapGrad(benchmark::State& state) {
   Mlp m;
@@ -88,6 +103,7 @@ void ReplayHessian(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(EagerMlpLoss);
+BENCHMARK(PassThroughModeMlpLoss);
 BENCHMARK(TraceMlpLoss);
 BENCHMARK(EagerVmapGrad)->Arg(32);
 BENCHMARK(TraceVmapGrad)->Arg(32);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "dispatcher/dispatcher.h"
 #include "dispatcher/library.h"
 #include "dispatcher/local_dispatch_key_set.h"
 #include "tensor/error.h"
@@ -106,6 +107,10 @@ DispatchModeGuard::~DispatchModeGuard() {
 }
 
 size_t dispatch_mode_stack_size() { return tls_modes.size(); }
+
+bool dispatcher_watched() {
+  return !tls_modes.empty() || detail::g_dispatch_trace_enabled.load(std::memory_order_relaxed);
+}
 
 bool modes_allow_inline_higher_order_ops() {
   for (const auto& mode : tls_modes) {

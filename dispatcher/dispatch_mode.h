@@ -56,6 +56,11 @@ class DispatchModeGuard {
 
 // The number of modes pushed on this thread.
 size_t dispatch_mode_stack_size();
+// Whether anything watches this thread's operator calls: a pushed mode, or the
+// dispatch trace. A fast path that skips the dispatcher (a cached tensor, an
+// in-place add straight into a kernel) is taken only when nothing does, so a
+// watcher sees every op the computation makes.
+bool dispatcher_watched();
 // Whether every mode pushed on this thread allows inline higher-order operators.
 bool modes_allow_inline_higher_order_ops();
 // The highest visible mode that does not allow them (the one a higher-order

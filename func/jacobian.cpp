@@ -31,8 +31,9 @@ Tensor reshaped(const Tensor& t, IntArrayRef sizes) {
 // have written it or still holds it: its storage's version is the one it was
 // built with, and the cache holds the only reference to the tensor and its
 // storage (a caller that kept the basis, or a view of it, keeps it from reuse).
-// Only outside every transform and dispatch mode: inside a transform eye()
-// makes a tensor of that transform's level, and a mode must see the call.
+// Only outside every transform and when nothing watches the dispatcher: inside a
+// transform eye() makes a tensor of that transform's level, and a dispatch mode
+// or the dispatch trace must see the call.
 constexpr int64_t kReusedIdentityMaxBytes = int64_t{1} << 20;
 
 struct ReusedIdentity {
@@ -48,7 +49,7 @@ struct ReusedIdentity {
 };
 
 Tensor identity(int64_t n, ScalarType dtype) {
-  const bool reuse = layer_stack_empty() && dispatch_mode_stack_size() == 0 &&
+  const bool reuse = layer_stack_empty() && !dispatcher_watched() &&
                      n * n * static_cast<int64_t>(element_size(dtype)) <= kReusedIdentityMaxBytes;
   if (!reuse) return eye(n, n, dtype);
   thread_local ReusedIdentity cached;

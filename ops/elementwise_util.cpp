@@ -58,7 +58,7 @@ void check_alpha(const Scalar& alpha, ScalarType dtype, const char* op, const ch
 }
 
 void accumulate_plain(const Tensor& sum, const Tensor& grad) {
-  if (sum.device().is_cpu() && grad.device().is_cpu() && dispatch_mode_stack_size() == 0) {
+  if (sum.device().is_cpu() && grad.device().is_cpu() && !dispatcher_watched()) {
     cpu::add_kernel(sum, sum, grad, 1);
     sum.impl()->bump_version();
     return;

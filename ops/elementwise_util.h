@@ -55,10 +55,10 @@ Tensor scaled(const Tensor& t, const Scalar& factor);
 
 // sum += grad for the backward engine (func/grad/engine.cpp), which has
 // checked what add_ would: plain tensors (no transform's wrapper), the same dtype
-// and shape, sum contiguous and held by no one else. On CPU with no dispatch mode
-// to see the call it runs the kernel directly: through the dispatcher each of the
-// many small accumulations of a backward pass cost about 490 instructions, most of
-// them re-deciding what is known here.
+// and shape, sum contiguous and held by no one else. On CPU, when nothing watches
+// the dispatcher (dispatcher_watched()), it runs the kernel directly: through the
+// dispatcher each of the many small accumulations of a backward pass cost about
+// 490 instructions, most of them re-deciding what is known here.
 void accumulate_plain(const Tensor& sum, const Tensor& grad);
 
 // Arithmetic without a Bool meaning (neg, sub, pow, ...) rejects Bool inputs.

@@ -1,6 +1,8 @@
 #include "func/trace/fake_tensor.h"
 
 #include "dispatcher/op_def.h"
+#include "tensor/allocator.h"
+#include "tensor/storage.h"
 #include "tensor/error.h"
 
 namespace strata {
@@ -9,24 +11,45 @@ namespace {
 class FakeTensorImpl final : public TensorImpl {
  public:
   FakeTensorImpl(ScalarType dtype, Device device, IntArrayRef sizes, IntArrayRef strides,
-                 int64_t offset)
-      : TensorImpl(DispatchKeySet(backend_key(device.type)), dtype, device) {
+                 int64_t offset, size_t storage_nbytes)
+      : TensorImpl(DispatchKeySet(backend_key(device.type)), dtype, device),
+        storage_nbytes_(storage_nbytes) {
     set_sizes_and_strides(sizes, strides, offset);
   }
   const char* impl_name() const override { return "fake tensor (TraceMode::Fake, needs real data)"; }
+  // The size of the storage the tensor would view: a view's bounds check needs it.
+  size_t storage_nbytes() const { return storage_nbytes_; }
+
+ private:
+  size_t storage_nbytes_;
 };
 
-Tensor fake_like_geometry(const Tensor& t) {
+// The owner of a stand-in's storage: a size with no memory behind it.
+class NoData final : public Allocator {
+ public:
+  void* allocate(size_t /*nbytes*/) override {
+    STRATA_FAIL("trace", "a fake tensor's stand-in storage cannot allocate");
+  }
+  void deallocate(void* /*ptr*/, size_t /*nbytes*/) override {}
+  bool host_accessible() const override { return true; }
+};
+
+// A fake tensor with t's geometry over a storage of storage_nbytes.
+Tensor fake_like_geometry(const Tensor& t, size_t storage_nbytes) {
   return Tensor(make_intrusive<FakeTensorImpl>(t.dtype(), t.device(), t.sizes(), t.strides(),
-                                               t.storage_offset()));
+                                               t.storage_offset(), storage_nbytes));
 }
 
-// A tensor with t's geometry over an empty storage, for a view kernel to read.
-Tensor stand_in(const Tensor& t) {
-  static const Storage empty = StorageImpl::allocate(0, Device());
-  STRATA_CHECK(t.device().is_cpu(), "trace", "fake views of ", t.device(), " tensors are not supported");
-  return Tensor(make_intrusive<TensorImpl>(empty, t.dtype(), t.sizes(), t.strides(),
-                                           t.storage_offset()));
+// A tensor with fake's geometry over a storage of its size with no data, for a
+// view kernel, which computes geometry only, to read.
+Tensor stand_in(const Tensor& fake) {
+  static NoData no_data;
+  STRATA_CHECK(fake.device().is_cpu(), "trace", "fake views of ", fake.device(),
+               " tensors are not supported");
+  const size_t nbytes = static_cast<const FakeTensorImpl*>(fake.impl())->storage_nbytes();
+  return Tensor(make_intrusive<TensorImpl>(
+      StorageImpl::adopt_external(nullptr, nbytes, Device(), &no_data), fake.dtype(),
+      fake.sizes(), fake.strides(), fake.storage_offset()));
 }
 
 void run_view(const OperatorHandle& op, Stack& stack, size_t first) {
@@ -37,11 +60,14 @@ void run_view(const OperatorHandle& op, Stack& stack, size_t first) {
   }
   op.redispatch_boxed(replay_keys(Device()), stack);
   const size_t results = op.schema().returns().size();
+  const auto fake = [](const Tensor& view) {
+    return fake_like_geometry(view, view.impl()->storage()->nbytes());
+  };
   for (size_t i = stack.size() - results; i < stack.size(); ++i) {
     if (stack[i].is_tensor()) {
-      stack[i] = fake_like_geometry(stack[i].to_tensor());
+      stack[i] = fake(stack[i].to_tensor());
     } else if (stack[i].is_tensor_list()) {
-      for (Tensor& t : stack[i].to_tensor_list()) t = fake_like_geometry(t);
+      for (Tensor& t : stack[i].to_tensor_list()) t = fake(t);
     }
   }
 }
@@ -49,8 +75,9 @@ void run_view(const OperatorHandle& op, Stack& stack, size_t first) {
 }  // namespace
 
 Tensor make_fake(const ValueType& type) {
+  const size_t nbytes = static_cast<size_t>(checked_numel(type.sizes) * element_size(type.dtype));
   return Tensor(make_intrusive<FakeTensorImpl>(type.dtype, type.device, type.sizes,
-                                               contiguous_strides(type.sizes), 0));
+                                               contiguous_strides(type.sizes), 0, nbytes));
 }
 
 bool is_fake(const Tensor& t) { return dynamic_cast<const FakeTensorImpl*>(t.impl()) != nullptr; }

@@ -9,9 +9,11 @@
 // data pointer) throws strata::Error naming the reader. The recorder runs each op
 // that reaches it through run_fake(): the op's shape function makes its outputs;
 // an in-place op returns its argument; a primitive view op runs its own kernel on
-// a stand-in over an empty storage (a view computes geometry only), so strides and
-// offsets are the real ones and later ops decide as they would on real data. A
-// composite view op (reshape, flatten) runs its parts, since it may copy.
+// a stand-in whose storage has the fake tensor's storage size and no data (a view
+// computes geometry only, and checks its bounds against that size), so strides,
+// offsets and bounds errors are the real ones and later ops decide as they would
+// on real data. A composite view op (reshape, flatten) runs its parts, since it
+// may copy.
 
 namespace strata {
 

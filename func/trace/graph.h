@@ -117,6 +117,10 @@ class Graph {
   const std::vector<int64_t>& outputs() const { return outputs_; }
 
   // Building (the recorder, the parser and the passes).
+  void reserve(size_t values, size_t nodes) {
+    values_.reserve(values);
+    nodes_.reserve(nodes);
+  }
   int64_t add_input(ValueType type);
   int64_t add_constant(Tensor value);
   // Resolves the node's kernel for `keys` (its backend key); returns the node's index.

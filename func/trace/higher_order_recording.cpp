@@ -163,9 +163,9 @@ std::vector<Tensor> HigherOrderRecording::finish(const HopArgs& args,
   for (size_t i = 0; i < outputs.size(); ++i) {
     // A result that is an operand (a branch returning its argument) is a new
     // value all the same: later uses must see the node's result.
-    if (r.ids_.count(outputs[i].impl()) > 0) outputs[i] = alias_of(outputs[i]);
+    if (r.ids_.find(outputs[i].impl()) >= 0) outputs[i] = alias_of(outputs[i]);
     r.graph_.begin_result(node, false);
-    r.bind(outputs[i], r.graph_.add_node_output(node, output_types[i]));
+    r.ids_.bind(outputs[i], r.graph_.add_node_output(node, output_types[i]));
   }
   return outputs;
 }
@@ -173,13 +173,13 @@ std::vector<Tensor> HigherOrderRecording::finish(const HopArgs& args,
 std::optional<int64_t> GraphRecorder::lift_capture(const Tensor& t) {
   bool known = false;
   for (const GraphRecorder* r = parent_; r != nullptr && !known; r = r->parent_) {
-    known = r->ids_.count(t.impl()) > 0;
+    known = r->ids_.find(t.impl()) >= 0;
   }
   if (!known) return std::nullopt;
   parent_->value_of(t);  // an enclosing subgraph captures it too
   const int64_t id = graph_.add_input(value_type_of(t));
   captures_.push_back(t);
-  bind(t, id);
+  ids_.bind(t, id);
   return id;
 }
 

@@ -24,16 +24,13 @@
 
 namespace strata {
 
-GraphRecorder::GraphRecorder(TraceOptions options) : options_(std::move(options)) {}
-
-void GraphRecorder::bind(const Tensor& t, int64_t id) {
-  ids_[t.impl()] = id;
-  alive_.push_back(t);
+GraphRecorder::GraphRecorder(TraceOptions options) : options_(std::move(options)) {
+  graph_.reserve(kExpectedValues, kExpectedNodes);
 }
 
 int64_t GraphRecorder::value_of(const Tensor& t) {
-  const auto it = ids_.find(t.impl());
-  if (it != ids_.end()) return it->second;
+  const int64_t bound = ids_.find(t.impl());
+  if (bound >= 0) return bound;
   if (parent_ != nullptr) {
     if (const std::optional<int64_t> lifted = lift_capture(t)) return *lifted;
   }
@@ -42,7 +39,7 @@ int64_t GraphRecorder::value_of(const Tensor& t) {
                "only plain tensors can be kept in a graph");
   STRATA_CHECK(!is_fake(t), "trace", "a fake tensor from another trace reached the recorder");
   const int64_t id = graph_.add_constant(t);
-  bind(t, id);
+  ids_.bind(t, id);
   return id;
 }
 
@@ -51,11 +48,11 @@ Tensor GraphRecorder::add_input(const Tensor& leaf) {
   STRATA_CHECK(layer_stack_empty(), "trace", "trace() inside a transform (",
                describe_layer_stack(), ") is not supported; trace the transformed function");
   Tensor traced = options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf))
-                  : ids_.count(leaf.impl()) ? alias_of(leaf)
+                  : ids_.find(leaf.impl()) >= 0 ? alias_of(leaf)
                                             : leaf;
   // A wrapped number keeps its place in type promotion (a Python-style scalar).
   traced.impl()->set_wrapped_number(leaf.impl()->is_wrapped_number());
-  bind(traced, graph_.add_input(value_type_of(leaf)));
+  ids_.bind(traced, graph_.add_input(value_type_of(leaf)));
   return traced;
 }
 
@@ -145,10 +142,10 @@ void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
     const IValue& v = stack[i];
     if (v.is_tensor()) {
       graph_.begin_result(node, false);
-      bind(v.to_tensor(), graph_.add_node_output(node, value_type_of(v.to_tensor())));
+      ids_.bind(v.to_tensor(), graph_.add_node_output(node, value_type_of(v.to_tensor())));
     } else if (v.is_tensor_list()) {
       graph_.begin_result(node, true);
-      for (const Tensor& t : v.to_tensor_list()) bind(t, graph_.add_node_output(node, value_type_of(t)));
+      for (const Tensor& t : v.to_tensor_list()) ids_.bind(t, graph_.add_node_output(node, value_type_of(t)));
     } else {
       STRATA_FAIL("trace", op.operator_name().to_string(), " returns a ", to_string(v.tag()),
                   "; a graph records only ops that return tensors");

@@ -2,12 +2,12 @@
 
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "dispatcher/dispatch_mode.h"
 #include "func/trace/decomposition.h"
 #include "func/trace/graph.h"
+#include "func/trace/value_map.h"
 
 namespace strata {
 
@@ -45,15 +45,17 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // into a subgraph: a new input of the subgraph, or nullopt when no enclosing
   // trace knows t.
   std::optional<int64_t> lift_capture(const Tensor& t);
-  void bind(const Tensor& t, int64_t id);
   void record(const OperatorHandle& op, Stack& stack);
   // Runs a call: its kernel, or in fake mode its shape function.
   void execute(const OperatorHandle& op, Stack& stack);
 
+  // A small function's graph fits without regrowing (regrowth moves every value).
+  static constexpr size_t kExpectedValues = 32;
+  static constexpr size_t kExpectedNodes = 16;
+
   TraceOptions options_;
   Graph graph_;
-  std::unordered_map<const TensorImpl*, int64_t> ids_;
-  std::vector<Tensor> alive_;  // every bound tensor, so no address is reused while tracing
+  ValueMap ids_;
   int inside_recorded_call_ = 0;
   // Set while tracing a higher-order operator's function: the enclosing trace's
   // recorder, and the tensors lifted from it (in the order of their inputs).

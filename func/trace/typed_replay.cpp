@@ -145,9 +145,13 @@ const Entry kTyped[] = {
     entry<Tensor(T, S, OptDtype)>(),
 };
 
-// The entry for a kernel signature, or null. type_info equality may compare names,
-// so each signature's entry is looked up once and then found by its address.
+// The entry for a kernel signature, or null. The usual case, the same type_info
+// object, is an address compare without a lock; type_info equality may compare
+// names (another shared object's copy), so those are looked up once and cached.
 const Entry* entry_for(const std::type_info& signature) {
+  for (const Entry& e : kTyped) {
+    if (e.signature == &signature) return &e;
+  }
   static std::mutex mutex;
   static std::unordered_map<const std::type_info*, const Entry*> cache;
   const std::lock_guard<std::mutex> lock(mutex);

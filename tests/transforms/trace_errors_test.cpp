@@ -49,6 +49,20 @@ TEST_F(TraceErrors, DataAccessInFakeModeNamesTheReader) {
                   {"Tensor::item", "fake tensor", "needs real data"});
 }
 
+// A fake tensor's view knows the size of the storage under it (a fake input's is
+// its own, a view's its base's), so as_strided checks its bounds as it would on
+// real data: a view past the end of the storage is the same error.
+TEST_F(TraceErrors, FakeAsStridedChecksTheStorageBounds) {
+  const Tensor x = arange(6, kFloat64);
+  const auto inside = [](const Tensor& a) { return a.slice(0, 2, 6).as_strided({2, 2}, {1, 2}, 2); };
+  const Graph g = trace(inside, {.mode = TraceMode::Fake})(x);
+  EXPECT_EQ(g.values()[static_cast<size_t>(g.outputs()[0])].type, value_type_of(inside(x)));
+  const auto past = [](const Tensor& a) { return a.slice(0, 2, 6).as_strided({2, 2}, {1, 2}, 3); };
+  const std::string eager = error_message([&] { past(x); });
+  expect_contains(eager, {"strata::as_strided", "reach element 6", "storage of 6 elements"});
+  EXPECT_EQ(error_message([&] { trace(past, {.mode = TraceMode::Fake})(x); }), eager);
+}
+
 TEST_F(TraceErrors, ADecompositionMustMatchTheOpsSignature) {
   DecompositionTable table;
   expect_contains(error_message([&] {

@@ -65,7 +65,9 @@ TEST(Trace, TensorListArgumentsReplayBoxed) {
   const Graph g = trace(f)(x, x);
   ASSERT_TRUE(has_op(g, "strata::cat")) << g.to_string();
   for (const GraphNode& node : g.nodes()) {
-    if (node.op.operator_name().to_string() == "strata::cat") EXPECT_EQ(node.typed, nullptr);
+    if (node.op.operator_name().to_string() == "strata::cat") {
+      EXPECT_EQ(node.typed, nullptr);
+    }
   }
   const Tensor a = tensor({1.0, 2.0}, {2});
   const Tensor b = tensor({-3.0, 0.25}, {2});
