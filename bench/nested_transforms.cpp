@@ -238,9 +238,13 @@ std::map<std::string, Call> profiled_workloads() {
   const Fn mlp_fn = [mlp](const st::Tensor& t) { return (*mlp)(t); };
   const st::Tensor v64 = det({64}, 0.37);
   const st::Tensor xs = det({32, 64}, 0.37);
-  const st::Tensor x2222 = det({2, 2, 2, 2}, 0.37);
-  return {
+  std::map<std::string, Call> workloads{
       {"Hessian", [f = st::hessian(f_hess), x32] { return f(x32); }},
+      {"HessianClosedForm", [x32] { return hessian_closed_form(x32); }},
+      {"ScalarFunction", [x0] { return sin_x_squared(x0); }},
+      {"EagerG", [x64] { return g4(x64); }},
+      {"JacobianAnalytic", [mlp, v64] { return mlp->analytic_jacobian(v64); }},
+      {"DepthEager", [x0] { return ten_ops(x0); }},
       {"GradCubed", [f = st::grad(st::grad(st::grad(sin_x_squared))), x0] { return f(x0); }},
       {"VmapVmap", [f = st::vmap(st::vmap(g4)), x64] { return f(x64); }},
       {"VmapRows", [f = st::vmap(g4), x64] { return f(x64); }},
@@ -251,11 +255,15 @@ std::map<std::string, Call> profiled_workloads() {
        [f = st::vmap(st::grad([mlp_fn](const st::Tensor& t) { return mlp_fn(t).sum(); })), xs] {
          return f(xs);
        }},
-      {"DepthVmap4",
-       [f = nested(4, [](const Fn& g) -> Fn { return st::vmap(g); }), x2222] { return f(x2222); }},
-      {"DepthGrad4",
-       [f = nested(4, [](const Fn& g) -> Fn { return st::grad(g); }), x0] { return f(x0); }},
   };
+  for (int levels = 1; levels <= 4; ++levels) {
+    const st::Tensor x = det(st::Shape(std::vector<int64_t>(static_cast<size_t>(levels), 2)), 0.37);
+    workloads["DepthVmap" + std::to_string(levels)] =
+        [f = nested(levels, [](const Fn& g) -> Fn { return st::vmap(g); }), x] { return f(x); };
+    workloads["DepthGrad" + std::to_string(levels)] =
+        [f = nested(levels, [](const Fn& g) -> Fn { return st::grad(g); }), x0] { return f(x0); };
+  }
+  return workloads;
 }
 
 int profile(const std::string& name, bool json) {

@@ -18,8 +18,9 @@ class OperatorEntry;
 // A dispatch mode that answers "why is this slow" for a call such as
 // vmap(grad(loss)): every call it sees is one row keyed by the op and the
 // transform level it was seen at (LayerPath: "vmap/grad", "vmap", "none"), so
-// one user-level mul shows up once per level it passes through, down to the
-// kernel that runs it. A row has its calls, their time (inclusive, and self:
+// one user-level mul shows up at every level it passes through, down to the
+// kernel that runs it (at a level more than once when a rule calls the op again
+// on its unwrapped values before the layer is popped). A row has its calls, their time (inclusive, and self:
 // minus the calls seen inside them), the FLOPs of the calls that executed
 // (Note [Counting FLOPs]) and how many of its calls the vmap loop fallback split
 // into one call per sample (the op had no batching rule at that level; its
