@@ -1,8 +1,9 @@
 // What the tools of issue 24 cost:
 //   MlpPerSampleGrads/C     vmap(grad(loss)) of a 784-128-10 ReLU MLP over B = 256
-//                           samples; C = 1 under a FlopCounter, C = 0 without
+//                           samples; C = 1 under a FlopCounter, C = 2 under a
+//                           Profiler, C = 0 without
 //   GradCubed/C             grad(grad(grad(f))) of f(x) = sin(x) x^2 on a 0-dim tensor
-//                           (a small-op workload), with and without the counter
+//                           (a small-op workload), with and without the tools
 //   SmallFunction/K/G       f(x) = x * x + x on 4 elements; K = 0 plain, K = 1 the
 //                           same ops as a custom function with a vjp rule; G = 1
 //                           under grad (forward and backward)
@@ -27,11 +28,12 @@ st::Tensor mlp_loss(const Params& p, const st::Tensor& x, const st::Tensor& y) {
   return nn::cross_entropy(nn::linear(h, p.at("w2"), p.at("b2")).unsqueeze(0), y.unsqueeze(0));
 }
 
-// A FlopCounter for the scope when `on`.
+// For the scope: no mode (0), a FlopCounter (1) or a Profiler (2).
 struct MaybeCounting {
   std::optional<st::DispatchModeGuard> guard;
-  explicit MaybeCounting(bool on) {
-    if (on) guard.emplace(std::make_shared<st::FlopCounter>());
+  explicit MaybeCounting(int64_t tool) {
+    if (tool == 1) guard.emplace(std::make_shared<st::FlopCounter>());
+    if (tool == 2) guard.emplace(std::make_shared<st::Profiler>());
   }
 };
 
@@ -46,23 +48,23 @@ void MlpPerSampleGrads(benchmark::State& state) {
   const st::Tensor ys = st::randint(0, 10, {batch}, gen);
   auto per_sample = st::vmap(st::grad(mlp_loss), {.in_dims = {st::none, 0, 0}});
   for (auto _ : state) {
-    const MaybeCounting counting(state.range(0) != 0);
+    const MaybeCounting counting(state.range(0));
     Params g = per_sample(params, xs, ys);
     benchmark::DoNotOptimize(g.at("w1").data_ptr());
   }
 }
-BENCHMARK(MlpPerSampleGrads)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(MlpPerSampleGrads)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 
 void GradCubed(benchmark::State& state) {
   auto f = [](const st::Tensor& x) { return x.sin() * x * x; };
   auto g3 = st::grad(st::grad(st::grad(f)));
   const st::Tensor x = st::full({}, 0.7, st::kFloat64);
   for (auto _ : state) {
-    const MaybeCounting counting(state.range(0) != 0);
+    const MaybeCounting counting(state.range(0));
     benchmark::DoNotOptimize(g3(x).data_ptr());
   }
 }
-BENCHMARK(GradCubed)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(GradCubed)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 
 void SmallFunction(benchmark::State& state) {
   using List = std::vector<st::Tensor>;

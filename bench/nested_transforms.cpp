@@ -15,12 +15,21 @@
 //   DepthEager, DepthVmap/L, DepthGrad/L
 //                          one 10-op function of a 0-dim sample, eagerly and under L
 //                          nested vmaps (batch 2 each) or L nested grads; 1 thread
+//   VmapGrad               vmap(grad) of sum(mlp(x)) over 32 inputs (profile only)
 // Every benchmark first checks its result (see `verified`): a wrong one is reported as
 // an error, with no time, so a broken transform cannot show up as a fast number.
+//
+// `nested_transforms --profile=NAME [--json]` instead runs one call of workload NAME
+// (after one warm-up call) under st::Profiler and prints, per op and transform level,
+// its calls, time, FLOPs and loop-fallback hits (Note [Profiling a nested transform]);
+// NAME is one of those listed by `--profile=list`.
 #include <benchmark/benchmark.h>
 #include <strata/strata.h>
 
 #include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -216,6 +225,70 @@ void DepthGrad(benchmark::State& state) {
   time_calls(state, [&] { return f(x); });
 }
 
+// --- profiles ---
+
+using Call = std::function<st::Tensor()>;
+
+// One call of each workload, for --profile (the inputs of the benchmarks above).
+std::map<std::string, Call> profiled_workloads() {
+  const st::Tensor x32 = det({32}, 0.37);
+  const st::Tensor x0 = st::full({}, 0.7, st::kFloat32);
+  const st::Tensor x64 = det({64, 64}, 0.37);
+  const auto mlp = std::make_shared<TanhMlp>();
+  const Fn mlp_fn = [mlp](const st::Tensor& t) { return (*mlp)(t); };
+  const st::Tensor v64 = det({64}, 0.37);
+  const st::Tensor xs = det({32, 64}, 0.37);
+  std::map<std::string, Call> workloads{
+      {"Hessian", [f = st::hessian(f_hess), x32] { return f(x32); }},
+      {"HessianClosedForm", [x32] { return hessian_closed_form(x32); }},
+      {"ScalarFunction", [x0] { return sin_x_squared(x0); }},
+      {"EagerG", [x64] { return g4(x64); }},
+      {"JacobianAnalytic", [mlp, v64] { return mlp->analytic_jacobian(v64); }},
+      {"DepthEager", [x0] { return ten_ops(x0); }},
+      {"GradCubed", [f = st::grad(st::grad(st::grad(sin_x_squared))), x0] { return f(x0); }},
+      {"VmapVmap", [f = st::vmap(st::vmap(g4)), x64] { return f(x64); }},
+      {"VmapRows", [f = st::vmap(g4), x64] { return f(x64); }},
+      {"Jacrev", [f = st::jacrev(mlp_fn), v64] { return f(v64); }},
+      {"Jacfwd", [f = st::jacfwd(mlp_fn), v64] { return f(v64); }},
+      {"VmapJacrev", [f = st::vmap(st::jacrev(mlp_fn)), xs] { return f(xs); }},
+      {"VmapGrad",
+       [f = st::vmap(st::grad([mlp_fn](const st::Tensor& t) { return mlp_fn(t).sum(); })), xs] {
+         return f(xs);
+       }},
+  };
+  for (int levels = 1; levels <= 4; ++levels) {
+    const st::Tensor x = det(st::Shape(std::vector<int64_t>(static_cast<size_t>(levels), 2)), 0.37);
+    workloads["DepthVmap" + std::to_string(levels)] =
+        [f = nested(levels, [](const Fn& g) -> Fn { return st::vmap(g); }), x] { return f(x); };
+    workloads["DepthGrad" + std::to_string(levels)] =
+        [f = nested(levels, [](const Fn& g) -> Fn { return st::grad(g); }), x0] { return f(x0); };
+  }
+  return workloads;
+}
+
+int profile(const std::string& name, bool json) {
+  const std::map<std::string, Call> workloads = profiled_workloads();
+  const auto it = workloads.find(name);
+  if (it == workloads.end()) {
+    std::cerr << (name == "list" ? "" : "no workload named '" + name + "'; ") << "workloads:";
+    for (const auto& [known, call] : workloads) std::cerr << " " << known;
+    std::cerr << "\n";
+    return name == "list" ? 0 : 2;
+  }
+  it->second();  // warm-up: caches and allocator pools, outside the profile
+  auto profiler = std::make_shared<st::Profiler>();
+  {
+    const st::DispatchModeGuard guard(profiler);
+    it->second();
+  }
+  if (json) {
+    std::cout << "{\"workload\": \"" << name << "\", \"profile\": " << profiler->to_json() << "}\n";
+  } else {
+    std::cout << name << "\n" << profiler->to_string();
+  }
+  return 0;
+}
+
 constexpr auto kUs = benchmark::kMicrosecond;
 BENCHMARK(Hessian)->ArgsProduct({{32, 256}, {1, 2}})->Unit(kUs);
 BENCHMARK(HessianClosedForm)->ArgsProduct({{32, 256}, {1, 2}})->Unit(kUs);
@@ -234,4 +307,18 @@ BENCHMARK(DepthGrad)->DenseRange(1, 4)->Unit(kUs);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  std::optional<std::string> profiled;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--profile=", 0) == 0) profiled = arg.substr(10);
+    json = json || arg == "--json";
+  }
+  if (profiled) return profile(*profiled, json);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

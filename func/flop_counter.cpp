@@ -6,51 +6,8 @@
 
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/op_def.h"
-#include "transforms/layer_stack.h"
 
 namespace strata {
-namespace {
-
-// The first defined tensor argument (or list element), or null.
-const TensorImpl* first_tensor(const Stack& stack, size_t first) {
-  for (size_t i = first; i < stack.size(); ++i) {
-    const IValue& a = stack[i];
-    if (a.is_tensor() && a.to_tensor().defined()) return a.to_tensor().impl();
-    if (a.is_tensor_list()) {
-      for (const Tensor& t : a.to_tensor_list()) {
-        if (t.defined()) return t.impl();
-      }
-    }
-  }
-  return nullptr;
-}
-
-bool has_transform_tensor(const Stack& stack, size_t first) {
-  auto is_transform = [](const Tensor& t) {
-    return t.defined() && !(t.key_set() & kAllTransformKeys).empty();
-  };
-  for (size_t i = first; i < stack.size(); ++i) {
-    const IValue& a = stack[i];
-    if (a.is_tensor() && is_transform(a.to_tensor())) return true;
-    if (a.is_tensor_list()) {
-      for (const Tensor& t : a.to_tensor_list()) {
-        if (is_transform(t)) return true;
-      }
-    }
-  }
-  return false;
-}
-
-void add_metas(const IValue& v, MetaList& out) {
-  if (v.is_tensor()) {
-    const Tensor& t = v.to_tensor();
-    if (t.defined()) out.push_back({DimVector(t.sizes()), t.dtype()});
-  } else if (v.is_tensor_list()) {
-    for (const Tensor& t : v.to_tensor_list()) out.push_back({DimVector(t.sizes()), t.dtype()});
-  }
-}
-
-}  // namespace
 
 FlopCounter::PerOp& FlopCounter::entry_for(const OperatorHandle& op) {
   auto [it, made] = ops_.try_emplace(&op.entry());
@@ -63,36 +20,19 @@ FlopCounter::PerOp& FlopCounter::entry_for(const OperatorHandle& op) {
 
 void FlopCounter::dispatch(const OperatorHandle& op, Stack& stack) {
   PerOp& per_op = entry_for(op);
-  const size_t nargs = op.schema().arguments().size();
-  const size_t first = stack.size() - nargs;
-  const bool composite = per_op.def != nullptr && per_op.def->is_composite();
-  const bool has_formula = per_op.def != nullptr && per_op.def->flops.has_value();
-  const bool on_transform_tensors = has_transform_tensor(stack, first);
-  // The formula reads the arguments as passed; the call replaces them by its results.
-  Stack args;
-  if (has_formula && !composite) args.assign(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
-
-  const Frame frame{&op.entry(), first_tensor(stack, first)};
-  if (!frames_.empty()) {
-    Frame& parent = frames_.back();
-    parent.saw_inner = true;
-    parent.reentered = parent.reentered || (parent.op == frame.op && parent.first == frame.first);
-  }
-  frames_.push_back(frame);
+  nesting_.enter(op, per_op.def, stack);
   try {
     call_next(op, stack);
   } catch (...) {
-    frames_.pop_back();
+    nesting_.abandon();
     throw;
   }
-  const Frame done = frames_.back();
-  frames_.pop_back();
-  if (composite || done.reentered || (on_transform_tensors && done.saw_inner)) return;
+  const CallNesting::Left left = nesting_.leave(stack);
+  if (!left.counted) return;
   ++per_op.calls;
-  if (!has_formula) return;
-  MetaList outputs;
-  for (size_t i = first; i < stack.size(); ++i) add_metas(stack[i], outputs);
-  per_op.flops += per_op.def->flops.value(args, outputs);
+  per_op.flops += left.flops;
+  auto [it, made] = levels_.try_emplace(left.issued_at.key(), left.issued_at, 0);
+  it->second.second += left.flops;
 }
 
 int64_t FlopCounter::total() const {
@@ -114,6 +54,12 @@ std::map<std::string, int64_t> FlopCounter::calls() const {
   for (const auto& [entry, per_op] : ops_) {
     if (per_op.calls > 0) out[per_op.name] += per_op.calls;
   }
+  return out;
+}
+
+std::map<std::string, int64_t> FlopCounter::by_level() const {
+  std::map<std::string, int64_t> out;
+  for (const auto& [key, level] : levels_) out[level.first.to_string()] += level.second;
   return out;
 }
 
@@ -148,6 +94,9 @@ std::string FlopCounter::to_string() const {
   return out.str();
 }
 
-void FlopCounter::reset() { ops_.clear(); }
+void FlopCounter::reset() {
+  ops_.clear();
+  levels_.clear();
+}
 
 }  // namespace strata

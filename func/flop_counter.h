@@ -7,32 +7,16 @@
 #include <vector>
 
 #include "dispatcher/dispatch_mode.h"
+#include "func/call_nesting.h"
 
 namespace strata {
 
 struct OpDef;
 class OperatorEntry;
-class TensorImpl;
 
-// Note [Counting FLOPs]
 // A dispatch mode that adds up the floating-point operations of the calls it
-// sees, by each op's row formula (OpDef::flops; a multiply-add counts 2). It
-// counts what executes, once:
-//  - a composite row (defined by its decomposition) counts nothing itself: the
-//    mode sees the ops it decomposes into;
-//  - a call on a transform's tensors (a grad or jvp level's wrappers, a vmap
-//    level's batched tensors) counts nothing when the calls it makes are seen
-//    too (the interpreter's calls on the unwrapped values, a batching rule's
-//    ops, a derivative formula's): those are what run. Such a call counts, by
-//    its own formula on its own shapes, only when nothing below it is seen
-//    (an op that passes straight through, or a transform entered before the
-//    mode was pushed, whose lower levels the mode does not see);
-//  - a call seen again inside itself (the same op on the same first tensor:
-//    a transform's back fallback popped its layer and dispatched the call
-//    again, which brings it past the mode once more) counts only the inner time;
-//  - an op without a row (a user's op) counts its calls with zero FLOPs.
-// So vmap(grad(f)), jacrev and hessian count the ops they execute. Modes are
-// per thread: ops run on other threads are not seen.
+// sees, each executed call once (Note [Counting FLOPs] in func/call_nesting.h),
+// so vmap(grad(f)), jacrev and hessian count the ops they execute.
 class FlopCounter : public DispatchMode {
  public:
   void dispatch(const OperatorHandle& op, Stack& stack) override;
@@ -43,6 +27,10 @@ class FlopCounter : public DispatchMode {
   std::map<std::string, int64_t> by_op() const;
   // Counted calls per op.
   std::map<std::string, int64_t> calls() const;
+  // FLOPs per transform level the work was issued at, outermost layer first
+  // ("vmap/grad": f's own ops under vmap(grad(f)); "vmap": grad's backward pass
+  // there; "none": outside every transform). Sums to total().
+  std::map<std::string, int64_t> by_level() const;
   // A table: op, calls, FLOPs, share of the total; largest first.
   std::string to_string() const;
   void reset();
@@ -57,16 +45,8 @@ class FlopCounter : public DispatchMode {
   PerOp& entry_for(const OperatorHandle& op);
 
   std::unordered_map<const OperatorEntry*, PerOp> ops_;
-  // A call being dispatched, and what the mode has seen inside it.
-  struct Frame {
-    const OperatorEntry* op;
-    const TensorImpl* first;  // its first tensor argument
-    bool saw_inner = false;
-    // The same call came back (a layer's back fallback popped the layer and
-    // dispatched it again): the inner one is counted.
-    bool reentered = false;
-  };
-  std::vector<Frame> frames_;
+  std::unordered_map<uint64_t, std::pair<LayerPath, int64_t>> levels_;  // by LayerPath::key()
+  CallNesting nesting_;
 };
 
 }  // namespace strata

@@ -13,8 +13,8 @@
 namespace strata {
 namespace {
 
-// DLPack 0.8's code for booleans (one byte each), which PyTorch uses; Debian's
-// dlpack.h (0.6) predates it.
+// DLPack 0.8's code for booleans (one byte each); Debian's dlpack.h (0.6)
+// predates it, and PyTorch 1.13 exchanges no booleans at all.
 constexpr uint8_t kDLBoolCode = 6;
 
 DLDataType to_dl_dtype(ScalarType t) {

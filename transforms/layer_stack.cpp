@@ -157,6 +157,10 @@ DispatchKeySet argument_keys(const OperatorHandle& op, const Stack& stack) {
 
 bool layer_stack_empty() { return state().layers.empty(); }
 
+size_t layer_stack_depth() { return state().layers.size(); }
+
+TransformKind layer_kind(size_t i) { return state().layers.at(i).interpreter->kind(); }
+
 const DynamicLayer& top_layer(const char* what) {
   STRATA_CHECK(!state().layers.empty(), what, "no transform is running on this thread");
   return state().layers.back();

@@ -96,6 +96,10 @@ DispatchKeySet argument_keys(const OperatorHandle& op, const Stack& stack);
 bool layer_stack_empty();
 // The top layer; throws when the stack is empty (`what` names the caller).
 const DynamicLayer& top_layer(const char* what);
+// The number of layers running on this thread, and the kind of the i-th from the
+// bottom (outermost first), for tools that report where a call ran.
+size_t layer_stack_depth();
+TransformKind layer_kind(size_t i);
 // "grad(level 3) > vmap(level 2)" for errors and the dispatch trace.
 std::string describe_layer_stack();
 

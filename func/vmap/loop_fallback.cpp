@@ -18,6 +18,7 @@ namespace strata::batching {
 namespace {
 
 std::atomic<bool> g_loop_fallback_enabled{true};
+thread_local uint64_t tls_loop_fallback_calls = 0;
 
 void warn_once(const OperatorName& name) {
   static std::mutex mutex;
@@ -62,6 +63,7 @@ void loop_fallback(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   STRATA_CHECK(loop_fallback_enabled(), name.name.c_str(), "has no batching rule (",
                describe_layer_stack(), ") and the vmap loop fallback is switched off");
   warn_once(name);
+  ++tls_loop_fallback_calls;
   call_per_sample(op, stack, at);
 }
 
@@ -76,6 +78,7 @@ bool any_batched_argument(const Stack& stack, size_t first, int64_t level) {
 
 void set_loop_fallback_enabled(bool enabled) { g_loop_fallback_enabled = enabled; }
 bool loop_fallback_enabled() { return g_loop_fallback_enabled; }
+uint64_t loop_fallback_calls_on_this_thread() { return tls_loop_fallback_calls; }
 
 void call_per_sample(const OperatorHandle& op, Stack& stack, const VmapLevel& at,
                      const std::function<void(int64_t, Stack&)>& prepare) {

@@ -10,6 +10,7 @@
 #include "func/control_flow/control_flow.h"
 #include "func/custom/custom_function.h"
 #include "func/flop_counter.h"
+#include "func/profiler.h"
 #include "func/functionalize/functionalize.h"
 #include "func/grad/grad.h"
 #include "func/grad/gradcheck.h"

@@ -147,5 +147,8 @@ void call_per_sample(const OperatorHandle& op, Stack& stack, const VmapLevel& at
 // rule is an error (the test suite uses this to prove which ops have rules).
 void set_loop_fallback_enabled(bool enabled);
 bool loop_fallback_enabled();
+// How many calls the loop fallback has split into samples on this thread so far
+// (a profiler's "loop fallback hits": differences of it around a call).
+uint64_t loop_fallback_calls_on_this_thread();
 
 }  // namespace strata::batching
