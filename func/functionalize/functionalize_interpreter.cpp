@@ -220,9 +220,14 @@ void FunctionalizeInterpreter::process(const OperatorHandle& op, DispatchKeySet,
     call_below_top_layer(op, argument_keys(op, stack), stack);
     return;
   }
-  if (op.entry().returns_view() && stack[first].is_tensor() &&
-      functional_at_level(stack[first].to_tensor(), level)) {
-    view(op, stack, first, level);
+  if (op.entry().returns_view()) {
+    if (stack[first].is_tensor() && functional_at_level(stack[first].to_tensor(), level)) {
+      view(op, stack, first, level);
+      return;
+    }
+    // A view of a tensor from outside the level (a captured tensor) stays one:
+    // a write through it writes the captured tensor, as in eager code.
+    call_below_top_layer(op, argument_keys(op, stack), stack);
     return;
   }
   unwrap_arguments(stack, first, level, remove_);
