@@ -1,21 +1,18 @@
 // functionalize costs, the workloads of issue 21 (compare with
 // bench/peer_functionalize.py, PyTorch 1.13's functorch.experimental.functionalize
 // on the same workloads; both together: bench/run_functionalize_comparison.sh).
-//   AddChain/<How>     64 out-of-place adds on a [4] tensor: Eager, under one
-//                      Functionalize level, under one Vmap level (batch 1); counters
-//                      ns/op and ns/op/level = (t - t_eager) / 64, eager timed alongside
-//   InplaceChain/<How> the same with y.add_(x) on a clone (Eager, Functionalize: each
-//                      add_ becomes an add and a rebinding of the wrapper)
-//   SliceUpdates/<How> a mutation-heavy function: 500 rounds of
+//   AddChain/how:H     64 out-of-place adds on a [4] tensor: eager (H = 0), under
+//                      one functionalize level (1), under one vmap level (2, batch 1);
+//                      the script's per-level cost is (t_H - t_0) / 64, CPU times
+//   InplaceChain/how:H the same with y.add_(x) on a clone (0, 1: each add_ becomes
+//                      an add and a rebinding of the wrapper)
+//   SliceUpdates/how:H a mutation-heavy function: 500 rounds of
 //                      y.narrow(0, i, 4).mul_(0.5).add_(x.narrow(0, j, 4)) on a clone
-//                      of x [64, 16], 1000 in-place ops through slices: Eager,
-//                      Functionalize, FunctionalizeViews (Remove::MutationsAndViews);
-//                      counter ratio = t / t_eager, eager timed alongside
+//                      of x [64, 16], 1000 in-place ops through slices: 0, 1, and 3
+//                      (Remove::MutationsAndViews); the script divides by how:0
 #include <benchmark/benchmark.h>
 #include <strata/strata.h>
 
-#include <algorithm>
-#include <chrono>
 #include <functional>
 
 namespace st = strata;
@@ -49,18 +46,6 @@ st::Tensor slice_updates(const st::Tensor& x) {
 
 using Fn = std::function<st::Tensor(const st::Tensor&)>;
 
-// Nanoseconds per call of f(x): the best of a few timed batches.
-double best_ns(const Fn& f, const st::Tensor& x, int calls) {
-  double best = 1e300;
-  for (int round = 0; round < 5; ++round) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) benchmark::DoNotOptimize(f(x).impl());
-    const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
-    best = std::min(best, took.count() / calls);
-  }
-  return best;
-}
-
 enum How : int64_t { kEager, kFunctionalize, kVmap, kFunctionalizeViews };
 
 Fn transformed(const Fn& f, int64_t how) {
@@ -72,31 +57,17 @@ Fn transformed(const Fn& f, int64_t how) {
   }
 }
 
-// Times f under `how`; per op and per level against eager f timed alongside.
-void run_chain(benchmark::State& state, const Fn& f) {
-  const st::Tensor x = st::full({4}, 0.5, st::kFloat32);
+void run(benchmark::State& state, const Fn& f, const st::Tensor& x) {
   const Fn g = transformed(f, state.range(0));
-  const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) benchmark::DoNotOptimize(g(x).impl());
-  const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
-  const double per_op = took.count() / (static_cast<double>(state.iterations()) * kChain);
-  state.counters["ns/op"] = per_op;
-  if (state.range(0) != kEager) {
-    state.counters["ns/op/level"] = per_op - best_ns(f, x, 200) / kChain;
-  }
 }
 
-void AddChain(benchmark::State& state) { run_chain(state, &add_chain); }
-void InplaceChain(benchmark::State& state) { run_chain(state, &inplace_chain); }
-
+void AddChain(benchmark::State& state) { run(state, &add_chain, st::full({4}, 0.5, st::kFloat32)); }
+void InplaceChain(benchmark::State& state) {
+  run(state, &inplace_chain, st::full({4}, 0.5, st::kFloat32));
+}
 void SliceUpdates(benchmark::State& state) {
-  const st::Tensor x = st::arange(64 * 16).to(st::kFloat32).reshape({64, 16}) * 0.01;
-  const Fn g = transformed(&slice_updates, state.range(0));
-  const auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) benchmark::DoNotOptimize(g(x).impl());
-  const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
-  const double per_call = took.count() / static_cast<double>(state.iterations());
-  state.counters["ratio"] = per_call / best_ns(&slice_updates, x, 5);
+  run(state, &slice_updates, st::arange(64 * 16).to(st::kFloat32).reshape({64, 16}) * 0.01);
 }
 
 BENCHMARK(AddChain)->ArgName("how")->Arg(kEager)->Arg(kFunctionalize)->Arg(kVmap);

@@ -79,15 +79,16 @@ Tensor new_value(const OperatorHandle& op, const Stack& stack, size_t first, siz
     return stack[first + 1].to_tensor().to(old.dtype()).expand(old.sizes()).clone();
   }
   if (name == "strata::fill_") return full_like(old, stack[first + 1].to_scalar());
-  Stack args(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
+  const auto args_begin = stack.begin() + static_cast<std::ptrdiff_t>(first);
   if (std::optional<OperatorHandle> variant = out_of_place_variant(op)) {
-    Stack out = args;
+    Stack out(args_begin, stack.end());
     variant->call_boxed(out);
     const Tensor& result = out[0].to_tensor();
     if (result.sizes() == old.sizes() && can_store(result.dtype(), old.dtype())) {
       return result.dtype() == old.dtype() ? result : result.to(old.dtype());
     }
   }
+  Stack args(args_begin, stack.end());
   Tensor copy = old.clone();
   args[written] = copy;
   op.call_boxed(args);

@@ -13,10 +13,12 @@
 // - for a view entry, a write through the view (check_write_through_view).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "tests/op_table/elementwise_entries.h"
 #include "tests/op_table/op_info.h"
+#include "tests/op_table/samples.h"
 
 namespace strata::testing {
 namespace {
@@ -223,6 +225,27 @@ std::optional<std::string> check_functionalize(const OpInfo& info, Check) {
   }
   if (out.str().empty()) return std::nullopt;
   return out.str();
+}
+
+// The graph check is not vacuous: eager code's graph has its in-place op and
+// its view read by a compute op; functionalize's has neither.
+TEST(OpFunctionalizeCheck, FlagsInPlaceOpsAndViewReads) {
+  const auto f = [](const Tensor& x) {
+    Tensor y = x.clone();
+    y.select(0, 1).add_(x.select(0, 0));
+    return y * 2.0;
+  };
+  const Tensor x = make_tensor({2, 3}, kFloat64);
+  const std::string eager = graph_problems(trace(f)(x), Remove::MutationsAndViews, 0);
+  EXPECT_NE(eager.find("in-place op strata::add_.Tensor"), std::string::npos) << eager;
+  EXPECT_NE(eager.find("reads a view"), std::string::npos) << eager;
+  for (Remove remove : {Remove::Mutations, Remove::MutationsAndViews}) {
+    const Graph g = trace(functionalize(f, remove))(x);
+    EXPECT_EQ(graph_problems(g, remove, 0), "") << g.to_string();
+    const std::vector<std::string> ops = g.op_names();
+    EXPECT_NE(std::find(ops.begin(), ops.end(), "strata::select_scatter"), ops.end())
+        << g.to_string();
+  }
 }
 
 }  // namespace
