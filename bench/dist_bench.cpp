@@ -10,7 +10,7 @@
 //   mpirun -np 2 bench/dist_bench      # the all-reduce, and the scaling
 #include <benchmark/benchmark.h>
 #include <mpi.h>
-#include <strata/distributed.h>
+#include <strata/strata.h>
 
 #include <memory>
 

@@ -46,7 +46,7 @@ if(NOT STRATA_BLAS STREQUAL "OFF")
 endif()
 message(STATUS "Strata: OpenBLAS GEMM ${STRATA_ENABLE_BLAS}")
 
-# MPI (Debian's libopenmpi-dev) for st::dist::Group: without it Strata::distributed
+# MPI (Debian's libopenmpi-dev) for st::dist::Group: without it the library
 # builds its MPI-free parts only (DP-SGD helpers, accountant, files).
 set(STRATA_MPI "auto" CACHE STRING "Build st::dist over MPI: auto (when found), ON or OFF")
 set(STRATA_ENABLE_MPI OFF)

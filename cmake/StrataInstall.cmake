@@ -2,7 +2,7 @@
 #   find_package(Strata) + target_link_libraries(app PRIVATE Strata::strata).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS strata strata_distributed EXPORT StrataTargets
+install(TARGETS strata EXPORT StrataTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

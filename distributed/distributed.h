@@ -1,6 +1,6 @@
 #pragma once
 
-// Strata's distributed part (Strata::distributed): DP-SGD helpers, the RDP
+// Strata's distributed part (in Strata::strata): DP-SGD helpers, the RDP
 // accountant, data and checkpoint files, and, when built with MPI
 // (STRATA_HAVE_MPI), st::dist::Group.
 

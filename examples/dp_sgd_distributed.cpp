@@ -13,7 +13,7 @@
 // conv 16 8x8/2 pad 3, maxpool 2/1, conv 32 4x4/2, maxpool 2/1, fc 32, fc 10.
 // Data come from Debian's dataset-fashion-mnist package; without it (or with
 // --synthetic) from a synthetic stand-in, and the run says so.
-#include <strata/distributed.h>
+#include <strata/strata.h>
 
 #include <chrono>
 #include <cmath>

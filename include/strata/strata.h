@@ -6,6 +6,7 @@
 #include "dispatcher/dispatch_mode.h"
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/library.h"
+#include "distributed/distributed.h"
 #include "func/control_flow/control_flow.h"
 #include "func/custom/custom_function.h"
 #include "func/flop_counter.h"

@@ -1,7 +1,7 @@
 // The DP-SGD pieces that need no MPI: clipping, Poisson sampling, the noise and
 // the DP-SGD step on a one-process group, each against a direct computation.
 #include <gtest/gtest.h>
-#include <strata/distributed.h>
+#include <strata/strata.h>
 
 #include <cmath>
 #include <numeric>

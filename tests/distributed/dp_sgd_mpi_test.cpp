@@ -3,7 +3,7 @@
 // noise draw and scaling are right), whatever W, with empty local batches, and
 // the noise has the spread of one draw.
 #include <gtest/gtest.h>
-#include <strata/distributed.h>
+#include <strata/strata.h>
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 // safetensors round trips and the IDX reader (on Debian's Fashion-MNIST when
 // installed).
 #include <gtest/gtest.h>
-#include <strata/distributed.h>
+#include <strata/strata.h>
 
 #include <cstdio>
 #include <filesystem>

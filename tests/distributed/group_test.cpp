@@ -1,7 +1,7 @@
 // st::dist::Group under mpirun (1, 2 or 3 ranks): every collective against the
 // same computation done in one process, and the errors every rank must see.
 #include <gtest/gtest.h>
-#include <strata/distributed.h>
+#include <strata/strata.h>
 
 #include <tuple>
 #include <vector>

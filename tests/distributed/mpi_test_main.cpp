@@ -3,7 +3,7 @@
 // print only their failures, tagged with the rank. The exit status is nonzero
 // if any rank failed a test.
 #include <gtest/gtest.h>
-#include <strata/distributed.h>
+#include <strata/strata.h>
 
 #include <cstdio>
 

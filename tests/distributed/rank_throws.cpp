@@ -1,7 +1,7 @@
 // Rank 1 throws while the others wait in an all-reduce: the job must end with
 // the thrower's message (Note [A failing rank ends the job]), not hang. The test
 // command checks the output.
-#include <strata/distributed.h>
+#include <strata/strata.h>
 
 #include <cstdio>
 

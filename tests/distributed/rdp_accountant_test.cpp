@@ -2,7 +2,7 @@
 // integrated numerically (tests/distributed/rdp_reference.py, mpmath at 40
 // digits), which shares no code path with the series the accountant sums.
 #include <gtest/gtest.h>
-#include <strata/distributed.h>
+#include <strata/strata.h>
 
 #include <cmath>
 #include <limits>
