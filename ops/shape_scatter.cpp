@@ -38,7 +38,9 @@ DimVector slice_region(IntArrayRef sizes, int64_t dim, std::optional<int64_t> st
   STRATA_CHECK(step >= 1, op, "step must be positive, got ", step);
   const int64_t d = wrap_dim(dim, static_cast<int64_t>(sizes.size()), op);
   const int64_t size = sizes[d];
-  auto clamp_bound = [size](int64_t bound) { return std::clamp<int64_t>(bound < 0 ? bound + size : bound, 0, size); };
+  auto clamp_bound = [size](int64_t bound) {
+    return std::clamp<int64_t>(bound < 0 ? bound + size : bound, 0, size);
+  };
   const int64_t first = clamp_bound(start.value_or(0));
   const int64_t last = std::max(first, clamp_bound(end.value_or(size)));
   DimVector region(sizes);
@@ -49,7 +51,8 @@ DimVector slice_region(IntArrayRef sizes, int64_t dim, std::optional<int64_t> st
 DimVector diagonal_region(IntArrayRef sizes, int64_t offset, int64_t dim1, int64_t dim2,
                           const char* op) {
   const int64_t rank = static_cast<int64_t>(sizes.size());
-  STRATA_CHECK(rank >= 2, op, "expects a self with at least 2 dims, got shape ", shape_string(sizes));
+  STRATA_CHECK(rank >= 2, op, "expects a self with at least 2 dims, got shape ",
+               shape_string(sizes));
   const int64_t d1 = wrap_dim(dim1, rank, op);
   const int64_t d2 = wrap_dim(dim2, rank, op);
   STRATA_CHECK(d1 != d2, op, "dim1 (", dim1, ") and dim2 (", dim2, ") name the same dim");
@@ -70,8 +73,8 @@ void check_src(const Tensor& self, const Tensor& src, IntArrayRef region, const 
                shape_string(self.sizes()), ")");
   STRATA_CHECK(src.dtype() == self.dtype(), op, "src is ", src.dtype(), " but self is ",
                self.dtype());
-  STRATA_CHECK(src.device() == self.device(), op, "src is on ", src.device(),
-               " but self is on ", self.device());
+  STRATA_CHECK(src.device() == self.device(), op, "src is on ", src.device(), " but self is on ",
+               self.device());
 }
 
 // ---- kernels (every backend: a copy of self, then a write into its region)
@@ -94,8 +97,8 @@ Tensor slice_scatter_kernel(const Tensor& self, const Tensor& src, int64_t dim,
   return out;
 }
 
-Tensor diagonal_scatter_kernel(const Tensor& self, const Tensor& src, int64_t offset,
-                               int64_t dim1, int64_t dim2) {
+Tensor diagonal_scatter_kernel(const Tensor& self, const Tensor& src, int64_t offset, int64_t dim1,
+                               int64_t dim2) {
   const char* op = "strata::diagonal_scatter";
   check_src(self, src, diagonal_region(self.sizes(), offset, dim1, dim2, op), op);
   Tensor out = self.clone();
@@ -219,16 +222,18 @@ OpDef scatter_op(const char* schema) {
           .flops = &flops::zero};
 }
 
-const OpFamily kScatterOps("shape_scatter", {
-    scatter_op<SelectScatter, &select_scatter_kernel>(
-        "select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor"),
-    scatter_op<SliceScatter, &slice_scatter_kernel>(
-        "slice_scatter(Tensor self, Tensor src, int dim=0, int? start=None, int? end=None, "
-        "int step=1) -> Tensor"),
-    scatter_op<DiagonalScatter, &diagonal_scatter_kernel>(
-        "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> "
-        "Tensor"),
-});
+const OpFamily kScatterOps(
+    "shape_scatter",
+    {
+        scatter_op<SelectScatter, &select_scatter_kernel>(
+            "select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor"),
+        scatter_op<SliceScatter, &slice_scatter_kernel>(
+            "slice_scatter(Tensor self, Tensor src, int dim=0, int? start=None, int? end=None, "
+            "int step=1) -> Tensor"),
+        scatter_op<DiagonalScatter, &diagonal_scatter_kernel>(
+            "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> "
+            "Tensor"),
+    });
 
 }  // namespace
 

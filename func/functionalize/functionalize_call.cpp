@@ -27,8 +27,7 @@ Tensor FunctionalizeCall::unwrap_output(const Tensor& output) const {
     // an input's: the output gets memory of its own, as a _copy op gives it.
     for (const Input& input : inputs_) {
       if (input.original.defined() && w->value().defined() &&
-          input.original.impl()->underlying_storage() ==
-              w->value().impl()->underlying_storage()) {
+          input.original.impl()->underlying_storage() == w->value().impl()->underlying_storage()) {
         BelowTopLayer below;
         return w->value().clone();
       }

@@ -164,8 +164,8 @@ std::optional<Tensor> scatter_into_root(const std::vector<ViewStep>& steps, cons
   for (size_t k = steps.size(); k-- > 0;) {
     std::optional<Tensor> up = scatter_step(steps[k], bases[k], value);
     if (!up) return std::nullopt;
-    value = remove == Remove::MutationsAndViews && up->impl()->underlying_storage() ==
-                                                       value.impl()->underlying_storage()
+    value = remove == Remove::MutationsAndViews &&
+                    up->impl()->underlying_storage() == value.impl()->underlying_storage()
                 ? up->clone()
                 : std::move(*up);
   }

@@ -7,9 +7,9 @@
 //   op or a clone (a view followed by its clone is the view's _copy form: the
 //   graph computes no value that aliases another);
 // - when the first output has the first input's shape and dtype and aliases
-//   no input, and the first input is not expanded, g(x) = f(x) then x[0].copy_(f's first output) is functionalized
-//   too: the input's final values and strides must be eager's, and the graph's
-//   only in-place op is the one write-back copy_ into that input;
+//   no input, and the first input is not expanded, g(x) = f(x) then x[0].copy_(f's first output) is
+//   functionalized too: the input's final values and strides must be eager's, and the graph's only
+//   in-place op is the one write-back copy_ into that input;
 // - for a view entry, a write through the view (check_write_through_view).
 #include <gtest/gtest.h>
 
@@ -32,8 +32,8 @@ const char* to_string(Remove remove) {
 bool close(const Tensor& got, const Tensor& want, Tolerance tol, std::ostream& out,
            const std::string& what) {
   if (got.sizes() != want.sizes() || got.dtype() != want.dtype()) {
-    out << what << " is " << got.dtype() << shape_string(got.sizes()) << ", eager "
-        << want.dtype() << shape_string(want.sizes()) << "\n";
+    out << what << " is " << got.dtype() << shape_string(got.sizes()) << ", eager " << want.dtype()
+        << shape_string(want.sizes()) << "\n";
     return false;
   }
   const std::vector<double> a = got.to_vector<double>();
@@ -137,16 +137,18 @@ void check_write_through_view(const OpInfo& info, const Sample& sample, Remove r
     }
     return;
   }
-  for (size_t i = 0; i < 2; ++i) close((*got)[i], (*eager)[i], tol, out, w + "output " + std::to_string(i));
-  const std::string graph = graph_problems(trace(functionalize(h, remove))(sample.inputs), remove, 0);
+  for (size_t i = 0; i < 2; ++i)
+    close((*got)[i], (*eager)[i], tol, out, w + "output " + std::to_string(i));
+  const std::string graph =
+      graph_problems(trace(functionalize(h, remove))(sample.inputs), remove, 0);
   if (!graph.empty()) out << w << "\n" << graph;
 }
 
 // f under functionalize against eager on one sample; failures go to `out`.
 void check_sample(const OpInfo& info, ScalarType dtype, const Sample& sample, Remove remove,
                   std::ostream& out) {
-  const std::string where = std::string(to_string(dtype)) + " " + sample.description + " (" +
-                            to_string(remove) + "): ";
+  const std::string where =
+      std::string(to_string(dtype)) + " " + sample.description + " (" + to_string(remove) + "): ";
   const Tolerance tol = info.tolerance(Check::Forward, dtype);
   const auto f = [&](const Inputs& in) { return info.op(in, sample.args); };
   const Inputs eager = f(sample.inputs);
@@ -167,7 +169,8 @@ void check_sample(const OpInfo& info, ScalarType dtype, const Sample& sample, Re
   for (size_t i = 0; i < before.size(); ++i) {
     close(sample.inputs[i], before[i], {0, 0}, out, where + "input " + std::to_string(i));
   }
-  const std::string graph = graph_problems(trace(functionalize(f, remove))(sample.inputs), remove, 0);
+  const std::string graph =
+      graph_problems(trace(functionalize(f, remove))(sample.inputs), remove, 0);
   if (!graph.empty()) out << where << "\n" << graph;
   if (!eager.empty() && !sample.inputs.empty() && eager[0].defined() &&
       aliases_an_input(eager[0], {sample.inputs[0]})) {

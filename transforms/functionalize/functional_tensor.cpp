@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "tensor/small_vector.h"
-
 #include "transforms/view_tracking.h"
 
 namespace strata::functionalization {
@@ -58,7 +57,8 @@ bool FunctionalTensorWrapper::root_layout_unchanged() const {
 }
 
 Tensor make_functional(Tensor value, int64_t level) {
-  return Tensor(IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(std::move(value), level)));
+  return Tensor(
+      IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(std::move(value), level)));
 }
 
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, ViewStep step,
