@@ -22,6 +22,17 @@ Tensor FunctionalizeCall::unwrap_output(const Tensor& output) const {
   FunctionalTensorWrapper* w = functional_at_level(output, scope_->level());
   if (w == nullptr) return output;
   sync(*w, remove_);
+  if (remove_ == Remove::MutationsAndViews) {
+    // An op that may return its input itself (contiguous, to) leaves the value
+    // an input's: the output gets memory of its own, as a _copy op gives it.
+    for (const Input& input : inputs_) {
+      if (input.original.defined() && w->value().defined() &&
+          input.original.impl()->underlying_storage() == w->value().impl()->underlying_storage()) {
+        BelowTopLayer below;
+        return w->value().clone();
+      }
+    }
+  }
   return w->value();
 }
 

@@ -6,6 +6,7 @@
 
 #include "dispatcher/dispatcher.h"
 #include "ops/ops.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 #include "transforms/view_tracking.h"
 
@@ -55,24 +56,39 @@ std::optional<OperatorHandle> out_of_place_variant(const OperatorHandle& op) {
   return it->second;
 }
 
+// Whether an in-place op may store a value of dtype `from` into a tensor of
+// dtype `to` (PyTorch's rule: no floating value into an integer tensor, nothing
+// but Bool into a Bool one).
+bool can_store(ScalarType from, ScalarType to) {
+  if (is_floating_point(from) && !is_floating_point(to)) return false;
+  return from == kBool || to != kBool;
+}
+
 // The value the written argument has after `op` (its arguments unwrapped at
-// stack[first...]), computed without writing into anything below the level but
-// a fresh copy. The out-of-place variant gives it when its result has the
-// argument's shape and dtype (else the in-place op would broadcast, cast or
-// fail: it runs on a copy, which gives eager's result or eager's error).
+// stack[first...]), computed out of place below the level: copy_ and fill_ by
+// what they write, other ops by their out-of-place variant when its result has
+// the argument's shape and a dtype the argument can store (it is cast to the
+// argument's). Otherwise the in-place op would fail (a broadcast self, a cast it
+// refuses): it runs on a copy, which gives eager's error, or eager's value for
+// an op without an out-of-place variant.
 Tensor new_value(const OperatorHandle& op, const Stack& stack, size_t first, size_t written) {
   BelowTopLayer below;
   const Tensor& old = stack[first + written].to_tensor();
-  if (op.operator_name().name == "strata::copy_") {
+  const std::string& name = op.operator_name().name;
+  if (name == "strata::copy_") {
     return stack[first + 1].to_tensor().to(old.dtype()).expand(old.sizes()).clone();
   }
-  Stack args(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
+  if (name == "strata::fill_") return full_like(old, stack[first + 1].to_scalar());
+  const auto args_begin = stack.begin() + static_cast<std::ptrdiff_t>(first);
   if (std::optional<OperatorHandle> variant = out_of_place_variant(op)) {
-    Stack out = args;
+    Stack out(args_begin, stack.end());
     variant->call_boxed(out);
     const Tensor& result = out[0].to_tensor();
-    if (result.sizes() == old.sizes() && result.dtype() == old.dtype()) return result;
+    if (result.sizes() == old.sizes() && can_store(result.dtype(), old.dtype())) {
+      return result.dtype() == old.dtype() ? result : result.to(old.dtype());
+    }
   }
+  Stack args(args_begin, stack.end());
   Tensor copy = old.clone();
   args[written] = copy;
   op.call_boxed(args);
@@ -84,6 +100,76 @@ bool has_as_strided(const std::vector<ViewStep>& steps) {
     if (step.op.operator_name().name == "strata::as_strided") return true;
   }
   return false;
+}
+
+// One view step on `base`, as replay_view takes it; with MutationsAndViews a
+// fresh copy (the step's _copy form), so no value below the level aliases another.
+Tensor apply_step(const ViewStep& step, const Tensor& base, Remove remove) {
+  Tensor view = replay_view({step}, base);
+  return remove == Remove::MutationsAndViews ? view.clone() : view;
+}
+
+std::optional<int64_t> optional_int(const IValue& v) {
+  return v.is_none() ? std::nullopt : std::optional<int64_t>(v.to_int());
+}
+
+// `base` with the part that `step` views replaced by `value` (of the view's
+// shape), computed out of place: the step's scatter form, or for a step that
+// rearranges every element, the inverse rearrangement of `value`. None for a
+// step without either (as_strided, stop_gradient: see OpFunctionalize's named
+// exceptions, tests/op_table).
+std::optional<Tensor> scatter_step(const ViewStep& step, const Tensor& base, const Tensor& value) {
+  const std::string& name = step.op.operator_name().name;
+  const Stack& a = step.args;
+  if (name == "strata::select") return select_scatter(base, value, a[0].to_int(), a[1].to_int());
+  if (name == "strata::slice") {
+    return slice_scatter(base, value, a[0].to_int(), optional_int(a[1]), optional_int(a[2]),
+                         a[3].to_int());
+  }
+  if (name == "strata::diagonal") {
+    return diagonal_scatter(base, value, a[0].to_int(), a[1].to_int(), a[2].to_int());
+  }
+  if (name == "strata::transpose") return value.transpose(a[0].to_int(), a[1].to_int());
+  if (name == "strata::permute") {
+    const std::vector<int64_t>& dims = a[0].to_int_list();
+    const int64_t rank = base.dim();
+    std::vector<int64_t> inverse(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) {
+      inverse[static_cast<size_t>(wrap_dim(dims[i], rank, "strata::permute"))] =
+          static_cast<int64_t>(i);
+    }
+    return value.permute(inverse);
+  }
+  if (name == "strata::view" || name == "strata::unsqueeze" || name == "strata::squeeze") {
+    return value.reshape(base.sizes().vec());
+  }
+  // A write through an expand reaches this only when no two of the view's
+  // elements share memory (write() refuses the rest): it adds dims of size 1,
+  // or has no elements at all.
+  if (name == "strata::expand") {
+    return value.numel() == base.numel() ? value.reshape(base.sizes().vec()) : base;
+  }
+  return std::nullopt;
+}
+
+// The root's new value once `value` is written into the view `steps` make of
+// `root`, built from the view back to the root by scatter_step, so nothing is
+// written in place; none if a step has no scatter form.
+std::optional<Tensor> scatter_into_root(const std::vector<ViewStep>& steps, const Tensor& root,
+                                        Tensor value, Remove remove) {
+  std::vector<Tensor> bases{root};
+  for (size_t k = 0; k + 1 < steps.size(); ++k) {
+    bases.push_back(apply_step(steps[k], bases.back(), remove));
+  }
+  for (size_t k = steps.size(); k-- > 0;) {
+    std::optional<Tensor> up = scatter_step(steps[k], bases[k], value);
+    if (!up) return std::nullopt;
+    value = remove == Remove::MutationsAndViews &&
+                    up->impl()->underlying_storage() == value.impl()->underlying_storage()
+                ? up->clone()
+                : std::move(*up);
+  }
+  return value;
 }
 
 // An op defined only by a decomposition (reshape, zero_, to) runs it at the
@@ -135,9 +221,14 @@ void FunctionalizeInterpreter::process(const OperatorHandle& op, DispatchKeySet,
     call_below_top_layer(op, argument_keys(op, stack), stack);
     return;
   }
-  if (op.entry().returns_view() && stack[first].is_tensor() &&
-      functional_at_level(stack[first].to_tensor(), level)) {
-    view(op, stack, first, level);
+  if (op.entry().returns_view()) {
+    if (stack[first].is_tensor() && functional_at_level(stack[first].to_tensor(), level)) {
+      view(op, stack, first, level);
+      return;
+    }
+    // A view of a tensor from outside the level (a captured tensor) stays one:
+    // a write through it writes the captured tensor, as in eager code.
+    call_below_top_layer(op, argument_keys(op, stack), stack);
     return;
   }
   unwrap_arguments(stack, first, level, remove_);
@@ -167,8 +258,15 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
     Tensor root;
     {
       BelowTopLayer below;
-      root = base.value.clone();
-      replay_view(target.steps(), root).copy_(updated);
+      std::optional<Tensor> scattered =
+          scatter_into_root(target.steps(), base.value, updated, remove_);
+      if (scattered) {
+        root = std::move(*scattered);
+      } else {
+        // No scatter form (as_strided): the region is written in a copy of the root.
+        root = base.value.clone();
+        replay_view(target.steps(), root).copy_(updated);
+      }
     }
     base.value = std::move(root);
     ++base.generation;
@@ -187,11 +285,12 @@ void FunctionalizeInterpreter::view(const OperatorHandle& op, Stack& stack, size
   call_below_top_layer(op, argument_keys(op, stack), stack);
   auto wrap = [&](Tensor& t, int64_t list_index) {
     if (!t.defined()) return;
+    const bool shares_elements = view_may_overlap(op) && may_share_elements(t);
     if (remove_ == Remove::MutationsAndViews) {
       BelowTopLayer below;
       t = t.clone();
     }
-    t = make_functional_view(std::move(t), self, {op, args, list_index}, level);
+    t = make_functional_view(std::move(t), self, {op, args, list_index}, level, shares_elements);
   };
   for (size_t i = first; i < stack.size(); ++i) {
     IValue& result = stack[i];

@@ -21,5 +21,6 @@ int main(int argc, char** argv) {
   strata::testing::register_jacobian_tests();
   strata::testing::register_facet_tests();
   strata::testing::register_trace_tests();
+  strata::testing::register_functionalize_tests();
   return RUN_ALL_TESTS();
 }

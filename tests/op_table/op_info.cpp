@@ -18,6 +18,7 @@ const char* to_string(Check check) {
     case Check::Vmap: return "vmap";
     case Check::VmapGrad: return "vmap∘grad";
     case Check::Jacobian: return "jacrev=jacfwd";
+    case Check::Functionalize: return "functionalize";
   }
   return "?";
 }

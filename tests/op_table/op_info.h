@@ -29,7 +29,7 @@ struct Sample {
 // tensor output.
 using OpFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Stack&)>;
 
-enum class Check { Forward, Grad, GradGrad, Jvp, JvpGrad, Vmap, VmapGrad, Jacobian };
+enum class Check { Forward, Grad, GradGrad, Jvp, JvpGrad, Vmap, VmapGrad, Jacobian, Functionalize };
 const char* to_string(Check check);
 
 struct Tolerance {
@@ -108,6 +108,8 @@ void register_jacobian_tests();
 void register_facet_tests();
 // Trace, replay and text round trip of every sample (trace_test.cpp).
 void register_trace_tests();
+// functionalize(f) against f, and the graph it makes (functionalize_test.cpp).
+void register_functionalize_tests();
 // op x {forward, grad, jvp, vmap, vmap∘grad, jacrev=jacfwd}: what the table checks for each op.
 void print_coverage_matrix(std::ostream& out);
 

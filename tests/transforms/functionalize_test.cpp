@@ -228,13 +228,79 @@ TEST(Functionalize, ComposesWithVmapInBothOrders) {
               vmap(grad(&writes_through_views_of_batched))(xs), 1e-10);
 }
 
-// Not yet: a batched value written through a view of an unbatched tensor. The
-// base's new value is built by writing into a copy of it below the level, which
-// vmap refuses (with its error, never a wrong value); *_scatter ops would lift it.
-TEST(Functionalize, VmapWriteThroughAViewOfAnUnbatchedTensorIsRefused) {
-  Tensor xs = sample({4, 2, 3}, 21);
-  expect_contains(error_message([&] { vmap(functionalize(&writes_through_views))(xs); }),
-                  {"strata::copy_", "unbatched"});
+// A batched value written through views of an unbatched tensor made inside f:
+// the write is a select/slice/diagonal_scatter, whose batching rule makes the
+// base batched, as PyTorch's functionalize does. Checked against a loop.
+Tensor writes_batched_through_views_of_unbatched(const Tensor& y) {
+  Tensor x = zeros({3, 4}, kFloat64);
+  x.select(0, 0).copy_(y);
+  x.narrow(1, 1, 2).select(0, 1).add_(y.narrow(0, 0, 2));
+  x.diagonal(1).mul_(y.narrow(0, 1, 3));
+  x.t().select(0, 3).sub_(y.select(0, 2));
+  return x;
+}
+
+TEST(Functionalize, VmapWritesABatchedValueThroughViewsOfAnUnbatchedTensor) {
+  Tensor ys = sample({5, 4}, 21);
+  std::vector<Tensor> rows;
+  for (int64_t b = 0; b < 5; ++b) {
+    rows.push_back(writes_batched_through_views_of_unbatched(ys.select(0, b)));
+  }
+  const Tensor expected = stack(rows, 0);
+  for (Remove remove : {Remove::Mutations, Remove::MutationsAndViews}) {
+    expect_same(vmap(functionalize(&writes_batched_through_views_of_unbatched, remove))(ys),
+                expected);
+    // The batch dim last.
+    expect_same(vmap(functionalize(&writes_batched_through_views_of_unbatched, remove),
+                     {.in_dims = {1}})(ys.t().contiguous()),
+                expected);
+  }
+  // Plain vmap cannot: one unbatched tensor cannot hold a value per sample.
+  EXPECT_THROW(vmap(&writes_batched_through_views_of_unbatched)(ys), Error);
+  auto loss = [](const Tensor& y) { return writes_batched_through_views_of_unbatched(y).pow(2).sum(); };
+  std::vector<Tensor> grads;
+  for (int64_t b = 0; b < 5; ++b) grads.push_back(grad(loss)(ys.select(0, b)));
+  expect_same(vmap(grad(functionalize(loss)))(ys), stack(grads, 0), 1e-10);
+}
+
+// The whole of writes_through_views (a zeros tensor written through a narrow
+// view with a batched value) under vmap(functionalize): as a loop.
+TEST(Functionalize, VmapOfWritesThroughViewsMatchesALoop) {
+  Tensor xs = sample({4, 2, 3}, 22);
+  std::vector<Tensor> rows;
+  for (int64_t b = 0; b < 4; ++b) rows.push_back(writes_through_views(xs.select(0, b)));
+  expect_same(vmap(functionalize(&writes_through_views))(xs), stack(rows, 0), 1e-10);
+}
+
+// A tensor captured from outside functionalize is not the level's: a batched
+// write through its view is a write into an unbatched tensor, which vmap refuses
+// (PyTorch too), naming the op; the captured tensor is left as it was.
+TEST(Functionalize, VmapBatchedWriteThroughAViewOfACapturedTensorIsRefused) {
+  const Tensor x = zeros({2, 4}, kFloat64);
+  auto f = [&](const Tensor& y) {
+    x.select(0, 0).copy_(y);
+    return x * 2.0;
+  };
+  Tensor ys = sample({3, 4}, 23);
+  expect_contains(error_message([&] { vmap(functionalize(f))(ys); }), {"strata::copy_"});
+  expect_same(x, zeros({2, 4}, kFloat64));
+  // Without vmap the write reaches the captured tensor, as in eager code.
+  const Tensor y = ys.select(0, 1);
+  const Tensor out = functionalize(f)(y);
+  expect_same(x.select(0, 0), y);
+  expect_same(x.select(0, 1), zeros({4}, kFloat64));
+  expect_same(out.select(0, 0), y * 2.0);
+  // An unbatched input of functionalize written through a view with a batched
+  // value cannot be written back into the caller's unbatched tensor either.
+  auto g = [](const Tensor& base, const Tensor& y) {
+    base.select(0, 0).copy_(y);
+    return base.sum();
+  };
+  Tensor base = zeros({2, 4}, kFloat64);
+  const std::string message =
+      error_message([&] { vmap(functionalize(g), {.in_dims = {std::nullopt, 0}})(base, ys); });
+  EXPECT_FALSE(message.empty());
+  expect_same(base, zeros({2, 4}, kFloat64));
 }
 
 // Plain vmap cannot write a batched value into an unbatched tensor;

@@ -1,25 +1,32 @@
 #include "transforms/functionalize/functional_tensor.h"
 
+#include <algorithm>
+
+#include "tensor/small_vector.h"
 #include "transforms/view_tracking.h"
 
 namespace strata::functionalization {
-namespace {
-
-// Some dim of size > 1 with stride 0: two indices name one element.
-bool has_overlap(const Tensor& t) {
+bool may_share_elements(const Tensor& t) {
+  if (t.numel() <= 1) return false;
+  // Dims of size > 1 from the smallest stride up: each must step past every
+  // element the smaller ones reach.
+  DimVector order;
   for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.strides()[static_cast<size_t>(d)] == 0 && t.sizes()[static_cast<size_t>(d)] > 1) {
-      return true;
-    }
+    if (t.sizes()[d] > 1) order.push_back(d);
+  }
+  std::sort(order.begin(), order.end(),
+            [&](int64_t a, int64_t b) { return t.strides()[a] < t.strides()[b]; });
+  int64_t reach = 0;  // the largest offset the smaller-stride dims reach
+  for (int64_t d : order) {
+    if (t.strides()[d] <= reach) return true;
+    reach += (t.sizes()[d] - 1) * t.strides()[d];
   }
   return false;
 }
 
-}  // namespace
-
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
     : FunctionalTensorWrapper(value, level, std::make_shared<FunctionalBase>(), {}, false) {
-  base_->overlapping = has_overlap(value);
+  base_->overlapping = may_share_elements(value);
   base_->storage = value.impl()->underlying_storage();
   base_->value = std::move(value);
 }
@@ -50,13 +57,14 @@ bool FunctionalTensorWrapper::root_layout_unchanged() const {
 }
 
 Tensor make_functional(Tensor value, int64_t level) {
-  return Tensor(IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(std::move(value), level)));
+  return Tensor(
+      IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(std::move(value), level)));
 }
 
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, ViewStep step,
-                            int64_t level) {
+                            int64_t level, bool shares_elements) {
   std::vector<ViewStep> steps = base.steps();
-  const bool overlap = base.may_overlap() || view_may_overlap(step.op);
+  const bool overlap = base.may_overlap() || shares_elements;
   steps.push_back(std::move(step));
   return Tensor(IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(
       std::move(value), level, base.base(), std::move(steps), overlap)));

@@ -90,8 +90,14 @@ inline FunctionalTensorWrapper* functional_at_level(const Tensor& t, int64_t lev
 
 // A new root at `level` holding `value`.
 Tensor make_functional(Tensor value, int64_t level);
-// A view of `base` (a wrapper at `level`) made by one more step.
+// A view of `base` (a wrapper at `level`) made by one more step, whose result
+// (before any copy) `shares_elements` (see may_share_elements).
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, ViewStep step,
-                            int64_t level);
+                            int64_t level, bool shares_elements);
+
+// Whether two indices of t may name one memory location (an expanded or
+// overlapping as_strided tensor); a tensor of at most one element has none.
+// Conservative: a layout it cannot prove free of overlap counts as overlapping.
+bool may_share_elements(const Tensor& t);
 
 }  // namespace strata::functionalization
