@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tensor/allocator.h"
+#include "tensor/device.h"
 #include "tensor/error.h"
 #include "tensor/storage.h"
 #include "tensor/tensor_impl.h"
@@ -59,7 +60,7 @@ std::unordered_set<const DLManagedTensor*>& consumed() {
 // Owns an imported DLManagedTensor for the storage made over its memory.
 class ImportedMemory final : public Allocator {
  public:
-  explicit ImportedMemory(DLManagedTensor* m) : managed_(m) {}
+  ImportedMemory(DLManagedTensor* m, Device device) : managed_(m), device_(device) {}
   void* allocate(size_t) override { STRATA_FAIL("from_dlpack", "internal: imported memory cannot allocate"); }
   void deallocate(void*, size_t) override {
     {
@@ -69,11 +70,26 @@ class ImportedMemory final : public Allocator {
     if (managed_->deleter != nullptr) managed_->deleter(managed_);
     delete this;
   }
-  bool host_accessible() const override { return true; }
+  bool host_accessible() const override { return device_.is_cpu(); }
 
  private:
   DLManagedTensor* managed_;
+  Device device_;
 };
+
+// The Strata device of a DLPack device: CPU memory (pinned host memory too, which
+// the host reads directly) or a CUDA device this process can use.
+Device device_of(DLDevice d) {
+  if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost) return kCPU;
+  STRATA_CHECK(d.device_type == kDLCUDA, "from_dlpack", "unsupported device (DLPack device type ",
+               static_cast<int>(d.device_type), ", id ", d.device_id,
+               "): CPU and CUDA tensors are exchanged");
+  const int count = cuda_device_count();
+  STRATA_CHECK(d.device_id >= 0 && d.device_id < count, "from_dlpack", "a tensor on CUDA device ",
+               d.device_id, ", but this process sees ", count, " CUDA device(s)",
+               count == 0 ? " (no GPU, or Strata was built without its CUDA backend)" : "");
+  return cuda(d.device_id);
+}
 
 }  // namespace
 
@@ -82,13 +98,11 @@ DLManagedTensor* to_dlpack(const Tensor& t) {
   STRATA_CHECK(t.impl()->has_storage(), "to_dlpack", "a ", t.impl()->impl_name(),
                " (a tensor inside a transform) has no memory of its own to share; export its "
                "value outside the transform");
-  STRATA_CHECK(t.device().is_cpu(), "to_dlpack", "unsupported device for a tensor of shape ",
-               shape_string(t.sizes()), ": only CPU tensors are exchanged");
   auto* ctx = new ExportedTensor{t, std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
                                  std::vector<int64_t>(t.strides().begin(), t.strides().end())};
   DLTensor& dl = ctx->managed.dl_tensor;
   dl.data = t.data_ptr();
-  dl.device = {kDLCPU, 0};
+  dl.device = t.device().is_cuda() ? DLDevice{kDLCUDA, t.device().index} : DLDevice{kDLCPU, 0};
   dl.ndim = static_cast<int32_t>(t.dim());
   dl.dtype = to_dl_dtype(t.dtype());
   dl.shape = ctx->shape.data();
@@ -102,9 +116,7 @@ DLManagedTensor* to_dlpack(const Tensor& t) {
 Tensor from_dlpack(DLManagedTensor* managed) {
   STRATA_CHECK(managed != nullptr, "from_dlpack", "the DLManagedTensor is null");
   const DLTensor& dl = managed->dl_tensor;
-  STRATA_CHECK(dl.device.device_type == kDLCPU, "from_dlpack", "unsupported device (DLPack device type ",
-               static_cast<int>(dl.device.device_type), ", id ", dl.device.device_id,
-               "): only CPU tensors are exchanged");
+  const Device device = device_of(dl.device);
   const ScalarType dtype = from_dl_dtype(dl.dtype);
   STRATA_CHECK(dl.ndim >= 0 && (dl.ndim == 0 || dl.shape != nullptr), "from_dlpack",
                "malformed DLTensor: ndim ", dl.ndim, " without a shape");
@@ -131,7 +143,7 @@ Tensor from_dlpack(DLManagedTensor* managed) {
   }
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
   Storage storage =
-      StorageImpl::adopt_external(data, nbytes, kCPU, new ImportedMemory(managed));
+      StorageImpl::adopt_external(data, nbytes, device, new ImportedMemory(managed, device));
   return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, sizes, strides, 0));
 }
 

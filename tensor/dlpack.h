@@ -14,7 +14,8 @@ namespace strata {
 // ownership of m and calls m's deleter once, when the last tensor using the
 // memory dies. A DLManagedTensor is consumed once: passing one that a live
 // tensor already owns is an error. When from_dlpack throws it has not taken
-// ownership. CPU tensors of Bool, Int64, Float32 and Float64.
+// ownership. CPU and CUDA tensors (pinned host memory comes in as CPU) of
+// Bool, Int64, Float32 and Float64.
 DLManagedTensor* to_dlpack(const Tensor& t);
 Tensor from_dlpack(DLManagedTensor* managed);
 

@@ -88,12 +88,16 @@ TEST(DLPack, BadInputIsAClearError) {
   half.managed.dl_tensor.dtype = {kDLFloat, 16, 1};
   expect_contains(error_message([&] { from_dlpack(&half.managed); }),
                   {"from_dlpack", "unsupported dtype", "16 bits"});
-  Foreign gpu;
-  gpu.managed.dl_tensor.device = {kDLCUDA, 1};
-  expect_contains(error_message([&] { from_dlpack(&gpu.managed); }),
-                  {"from_dlpack", "unsupported device", "id 1"});
+  Foreign vulkan;
+  vulkan.managed.dl_tensor.device = {kDLVulkan, 1};
+  expect_contains(error_message([&] { from_dlpack(&vulkan.managed); }),
+                  {"from_dlpack", "unsupported device", "id 1", "CPU and CUDA"});
+  Foreign missing_gpu;  // no process has 64 GPUs
+  missing_gpu.managed.dl_tensor.device = {kDLCUDA, 64};
+  expect_contains(error_message([&] { from_dlpack(&missing_gpu.managed); }),
+                  {"from_dlpack", "CUDA device 64", "this process sees"});
   // Refused capsules still belong to the caller.
-  EXPECT_EQ(half.deleted + gpu.deleted, 0);
+  EXPECT_EQ(half.deleted + vulkan.deleted + missing_gpu.deleted, 0);
   expect_contains(error_message([] { from_dlpack(nullptr); }), {"null"});
   expect_contains(error_message([] { to_dlpack(Tensor()); }), {"undefined"});
 }
