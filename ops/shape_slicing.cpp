@@ -99,14 +99,20 @@ std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int6
 }
 
 // At most `chunks` pieces of equal size (the last may be smaller, and there may be
-// fewer), as in PyTorch; a dim of size 0 gives one empty piece (PyTorch gives
-// `chunks` of them: chunks = INT64_MAX would never return).
+// fewer), as in PyTorch; a dim of size 0 gives `chunks` empty pieces, as PyTorch
+// does, up to a bound: chunks = INT64_MAX would never return.
 std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t dim) {
   const char* op = "strata::chunk";
   STRATA_CHECK(chunks > 0, op, "chunks must be positive, got ", chunks);
   const int64_t d = existing_dim(self, dim, op);
   const int64_t size = self.sizes()[d];
-  if (size == 0) return {self.narrow(d, 0, 0)};
+  if (size == 0) {
+    constexpr int64_t kMaxEmptyPieces = int64_t{1} << 16;
+    STRATA_CHECK(chunks <= kMaxEmptyPieces, op, "dim ", d, " of a tensor of shape ",
+                 shape_string(self.sizes()), " has size 0, so chunks = ", chunks,
+                 " would make that many empty pieces (at most ", kMaxEmptyPieces, ")");
+    return std::vector<Tensor>(static_cast<size_t>(chunks), self.narrow(d, 0, 0));
+  }
   // ceil(size / chunks), without size + chunks - 1 overflowing for a huge chunks.
   return self.split(size / chunks + (size % chunks != 0), d);
 }

@@ -47,12 +47,22 @@ std::optional<OperatorHandle> out_of_place_variant(const OperatorHandle& op) {
   std::string name = op.operator_name().name;
   if (name.empty() || name.back() != '_') return std::nullopt;
   name.pop_back();
-  std::optional<OperatorHandle> variant =
-      Dispatcher::singleton().find_schema({name, op.operator_name().overload_name});
-  if (variant && !variant->entry().returned_argument_index() &&
-      same_arguments(variant->schema(), op.schema())) {
-    it->second = variant;
+  const auto matches = [&](const std::optional<OperatorHandle>& v) {
+    return v && !v->entry().returned_argument_index() && same_arguments(v->schema(), op.schema());
+  };
+  const Dispatcher& dispatcher = Dispatcher::singleton();
+  std::optional<OperatorHandle> variant = dispatcher.find_schema({name, op.operator_name().overload_name});
+  if (!matches(variant)) {
+    // Some pairs differ in overload name, as in PyTorch (pow_.Tensor and
+    // pow.Tensor_Tensor): then the overload with the same arguments.
+    variant.reset();
+    for (const OperatorName& other : dispatcher.registered_operators()) {
+      if (other.name != name) continue;
+      std::optional<OperatorHandle> candidate = dispatcher.find_schema(other);
+      if (matches(candidate)) variant = candidate;
+    }
   }
+  if (matches(variant)) it->second = variant;
   return it->second;
 }
 

@@ -69,9 +69,11 @@ TEST_F(FuzzFindings, GraphTextWithAHugeValueNumberParses) {
 // pieces (a hang), and of a non-empty dim overflowed size + chunks - 1.
 TEST_F(FuzzFindings, ChunkWithHugeCounts) {
   const int64_t huge = std::numeric_limits<int64_t>::max();
-  const std::vector<Tensor> empty_pieces = empty({0, 1, 1}, kFloat64).chunk(huge, 0);
-  ASSERT_EQ(empty_pieces.size(), 1u);
-  EXPECT_EQ(empty_pieces[0].sizes(), empty({0, 1, 1}).sizes());
+  expect_contains(error_message([&] { empty({0, 1, 1}, kFloat64).chunk(huge, 0); }),
+                  {"strata::chunk", "has size 0", "empty pieces"});
+  const std::vector<Tensor> empty_pieces = empty({0, 1, 1}, kFloat64).chunk(3, 0);
+  ASSERT_EQ(empty_pieces.size(), 3u);  // as torch.zeros(0, 1, 1).chunk(3)
+  EXPECT_EQ(empty_pieces[2].sizes(), empty({0, 1, 1}).sizes());
   const Tensor x = arange(5, kFloat64);
   const std::vector<Tensor> pieces = x.chunk(huge, 0);
   ASSERT_EQ(pieces.size(), 5u);
