@@ -245,9 +245,9 @@ File read_file(const std::string& path, bool with_data) {
   in.seekg(0, std::ios::end);
   const auto data_bytes = static_cast<int64_t>(in.tellg()) - 8 - static_cast<int64_t>(length);
   in.seekg(static_cast<std::streamoff>(8 + length));
-  for (const auto& [name, entry] : file.entries) {
-    STRATA_CHECK(entry.end <= data_bytes, kLoad, "tensor \"", name, "\" ends at byte ", entry.end,
-                 " of a data section of ", data_bytes);
+  for (const auto& named : file.entries) {  // no structured binding: STRATA_CHECK's lambda (clang 14)
+    STRATA_CHECK(named.second.end <= data_bytes, kLoad, "tensor \"", named.first, "\" ends at byte ",
+                 named.second.end, " of a data section of ", data_bytes);
   }
   file.data.resize(static_cast<size_t>(data_bytes));
   in.read(file.data.data(), data_bytes);
@@ -272,7 +272,9 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     header << '}';
   }
   int64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
+  for (const auto& named : tensors) {
+    const std::string& name = named.first;  // not a structured binding: STRATA_CHECK's lambda
+    const Tensor& t = named.second;
     STRATA_CHECK(name != "__metadata__", kSave, "\"__metadata__\" cannot name a tensor");
     STRATA_CHECK(t.defined() && t.device().is_cpu(), kSave, "tensor \"", name,
                  "\" is not a defined CPU tensor");
