@@ -17,7 +17,12 @@ DimVector contiguous_strides(IntArrayRef sizes) {
   int64_t running = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = running;
-    running *= sizes[i] > 1 ? sizes[i] : 1;
+    // A shape with a 0 dim has no elements, yet its other dims still multiply
+    // into the strides: refuse them past int64 rather than overflow.
+    if (i > 0 && __builtin_mul_overflow(running, sizes[i] > 1 ? sizes[i] : 1, &running)) {
+      STRATA_FAIL("strata::empty", "a tensor of shape ", shape_string(sizes),
+                  " would have strides past 2^63 - 1 (the product of its nonzero dims)");
+    }
   }
   return strides;
 }

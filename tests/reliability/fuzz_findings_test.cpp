@@ -82,6 +82,15 @@ TEST_F(FuzzFindings, ChunkWithHugeCounts) {
   EXPECT_EQ(x.chunk(2, 0)[0].numel(), 3);
 }
 
+// fuzz_boxed_call: full([0, 2, 2^62, 2]) has no elements, but its contiguous
+// strides multiplied past int64 (signed overflow).
+TEST_F(FuzzFindings, EmptyShapeWhoseStridesOverflow) {
+  const int64_t big = int64_t{1} << 62;
+  expect_contains(error_message([&] { full({0, 2, big, 2}, 5, kBool); }),
+                  {"shape [0, 2, 4611686018427387904, 2]", "strides past 2^63 - 1"});
+  EXPECT_EQ(full({0, big}, 5, kBool).strides()[0], big);  // a product that fits is kept
+}
+
 // fuzz_boxed_call: slice with a step of 2^62 overflowed computing the size and
 // the stride.
 TEST_F(FuzzFindings, SliceWithAHugeStep) {
