@@ -1,4 +1,6 @@
-// Advanced indexing as PyTorch defines it, over the leading dims: index
+// Advanced indexing as PyTorch defines it, over the leading dims (the Tensor
+// methods at the bottom first rewrite slices, x[:, i], into that form:
+// ops/index_slices.cpp): index
 // (x[i0, i1, ...]), index_put(_) (x[i0, i1, ...] = v, or += with accumulate) and
 // masked_select (x[mask] after broadcasting x and mask). Int64 indices broadcast
 // together to the positions; a Bool mask stands for the Int64 indices of its true
