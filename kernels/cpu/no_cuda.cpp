@@ -7,6 +7,7 @@
 #include "kernels/cuda/nn.h"
 #include "kernels/cuda/random.h"
 #include "kernels/cuda/reduction.h"
+#include "kernels/cuda/scan_sort.h"
 #include "kernels/cuda/softmax.h"
 #include "tensor/allocator.h"
 #include "tensor/device.h"
@@ -65,6 +66,13 @@ void mean_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 void prod_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 void amax_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 void amin_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void max_with_index_kernel(const Tensor&, const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void min_with_index_kernel(const Tensor&, const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void logsumexp_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void var_kernel(const Tensor&, const Tensor&, DimMask, int64_t, bool) { unavailable(); }
+void norm_kernel(const Tensor&, const Tensor&, DimMask, cpu::NormOrder) { unavailable(); }
+void cumsum_kernel(const Tensor&, const Tensor&, cpu::Lanes) { unavailable(); }
+void sort_kernel(const Tensor&, const Tensor&, const Tensor&, cpu::Lanes, bool) { unavailable(); }
 
 void check_index_range(const Tensor&, int64_t, int64_t, const char*) { unavailable(); }
 void index_select_kernel(const Tensor&, const Tensor&, int64_t, const Tensor&) { unavailable(); }
