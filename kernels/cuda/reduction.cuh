@@ -186,16 +186,7 @@ void run_reduction(const char* op, const R& r, const Tensor& self, cpu::DimMask 
 
 // ---- reducers shared by the reduction files ----
 
-// What a sum-like reduction adds up per value, and what it makes of the total
-// (the CPU's SumKind, kernels/cpu/reduction.cpp).
-enum class SumKind {
-  Sum,              // x
-  Mean,             // x, divided by the count
-  AbsSum,           // |x|: the 1-norm
-  SquareSum,        // x^2, square-rooted: the 2-norm
-  CenteredSquares,  // (x - mean)^2, divided by max(0, count - correction): variance
-  CenteredExp,      // exp(x - max), log(total) + max: logsumexp
-};
+using cpu::SumKind;
 
 template <class T, class A, class Out, SumKind kKind>
 struct SumReducer : ScalarShuffle<A> {

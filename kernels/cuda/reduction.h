@@ -17,14 +17,11 @@ void prod_kernel(const Tensor& out, const Tensor& self, DimMask reduced);
 // NaN propagates; groups must not be empty.
 void amax_kernel(const Tensor& out, const Tensor& self, DimMask reduced);
 void amin_kernel(const Tensor& out, const Tensor& self, DimMask reduced);
-// The first index of the extremum (of the first NaN, if any), in the row-major
-// order of the reduced dims; `values` may be undefined (argmax).
 void max_with_index_kernel(const Tensor& values, const Tensor& indices, const Tensor& self,
                            DimMask reduced);
 void min_with_index_kernel(const Tensor& values, const Tensor& indices, const Tensor& self,
                            DimMask reduced);
-// Floating inputs; two passes each (the group's max, or its mean, into a double
-// per output, then the centered sum), accumulated in double.
+// Accumulated in double, like every floating CUDA sum.
 void logsumexp_kernel(const Tensor& out, const Tensor& self, DimMask reduced);
 void var_kernel(const Tensor& out, const Tensor& self, DimMask reduced, int64_t correction,
                 bool take_sqrt);

@@ -3,7 +3,6 @@
 // lanes handled by one warp are adjacent in memory when inner > 1.
 #include <cstdint>
 
-#include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/geometry.cuh"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/scan_sort.h"
@@ -66,15 +65,13 @@ __global__ void sort_by_rank(T* values, int64_t* indices, const T* in, cpu::Lane
 void cumsum_kernel(const Tensor& out, const Tensor& input, cpu::Lanes lanes) {
   constexpr const char* op = "strata::cumsum";
   check_same_device(op, out.device(), input.device());
-  const int64_t count = lanes.outer * lanes.inner;
-  if (out.numel() == 0) return;
-  DeviceGuard guard(out.device());
-  dispatch_all(out.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    cumsum_lanes<T><<<grid_for(count, 1), kBlock, 0, stream_for(out.device())>>>(
-        data_of<T>(out), data_of<T>(input), lanes, count);
-  });
-  check_launch(op);
+  const int64_t count = out.numel() == 0 ? 0 : lanes.outer * lanes.inner;
+  launch_elements<bool, int64_t, float, double>(
+      op, out, out.dtype(), count, [&](auto tag, int grid, cudaStream_t stream) {
+        using T = decltype(tag);
+        cumsum_lanes<T><<<grid, kBlock, 0, stream>>>(data_of<T>(out), data_of<T>(input), lanes,
+                                                     count);
+      });
 }
 
 void sort_kernel(const Tensor& values, const Tensor& indices, const Tensor& input,
@@ -82,15 +79,13 @@ void sort_kernel(const Tensor& values, const Tensor& indices, const Tensor& inpu
   constexpr const char* op = "strata::sort";
   check_same_device(op, values.device(), input.device());
   check_same_device(op, indices.device(), input.device());
-  if (input.numel() == 0) return;
-  DeviceGuard guard(input.device());
-  dispatch_all(input.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    sort_by_rank<T><<<grid_for(input.numel(), 1), kBlock, 0, stream_for(input.device())>>>(
-        data_of<T>(values), data_of<int64_t>(indices), data_of<T>(input), lanes, input.numel(),
-        descending);
-  });
-  check_launch(op);
+  const int64_t n = input.numel();
+  launch_elements<bool, int64_t, float, double>(
+      op, input, input.dtype(), n, [&](auto tag, int grid, cudaStream_t stream) {
+        using T = decltype(tag);
+        sort_by_rank<T><<<grid, kBlock, 0, stream>>>(data_of<T>(values), data_of<int64_t>(indices),
+                                                     data_of<T>(input), lanes, n, descending);
+      });
 }
 
 }  // namespace strata::gpu
