@@ -81,6 +81,10 @@ void scatter_add_kernel(const Tensor&, int64_t, const Tensor&, const Tensor&) { 
 void index_add_kernel(const Tensor&, int64_t, const Tensor&, const Tensor&, const Scalar&) {
   unavailable();
 }
+void take_blocks_kernel(const Tensor&, const Tensor&, const Tensor&, int64_t) { unavailable(); }
+void put_blocks_kernel(const Tensor&, const Tensor&, const Tensor&, int64_t, bool) {
+  unavailable();
+}
 void masked_fill_kernel(const Tensor&, const Tensor&, const Tensor&, const Scalar&) {
   unavailable();
 }

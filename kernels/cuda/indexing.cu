@@ -69,6 +69,29 @@ __global__ void scatter_add_elements(T* self, Geometry self_g, const T* src, Geo
   }
 }
 
+// Element i of the positions' blocks, laid one after another: block i / width at
+// offsets[i / width], element i % width of it.
+template <class T>
+__global__ void take_block_elements(T* out, const T* src, const int64_t* offsets, int64_t width,
+                                    int64_t n) {
+  STRATA_GRID_LOOP(i, n) { out[i] = src[offsets[i / width] + i % width]; }
+}
+
+template <class T>
+__global__ void put_block_elements(T* target, const T* values, const int64_t* offsets,
+                                   int64_t width, bool accumulate, int64_t n) {
+  STRATA_GRID_LOOP(i, n) {
+    const int64_t offset = offsets[i / width];
+    if (offset < 0) continue;  // a block written again later
+    T* at = target + offset + i % width;
+    if (accumulate) {
+      atomic_accumulate(at, values[i]);
+    } else {
+      *at = values[i];
+    }
+  }
+}
+
 template <class T>
 __global__ void embedding_rows(T* out, const T* weight, const int64_t* indices, int64_t width,
                                int64_t n) {
@@ -166,6 +189,32 @@ void index_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, cons
   constexpr const char* op = "strata::index_add";
   scatter_add(op, self, dim, index, source, index_along(geometry_of(source, op), index, dim),
               source.numel(), alpha);
+}
+
+void take_blocks_kernel(const Tensor& out, const Tensor& src, const Tensor& offsets,
+                        int64_t block) {
+  constexpr const char* op = "strata::index";
+  check_devices(op, out, {&src, &offsets});
+  launch_elements<bool, int64_t, float, double>(
+      op, out, out.dtype(), out.numel(), [&](auto tag, int grid, cudaStream_t stream) {
+        using T = decltype(tag);
+        take_block_elements<T><<<grid, kBlock, 0, stream>>>(
+            data_of<T>(out), data_of<T>(src), data_of<int64_t>(offsets), block, out.numel());
+      });
+}
+
+void put_blocks_kernel(const Tensor& target, const Tensor& values, const Tensor& offsets,
+                       int64_t block, bool accumulate) {
+  constexpr const char* op = "strata::index_put";
+  check_devices(op, target, {&values, &offsets});
+  const int64_t n = offsets.numel() * block;
+  launch_elements<bool, int64_t, float, double>(
+      op, target, target.dtype(), n, [&](auto tag, int grid, cudaStream_t stream) {
+        using T = decltype(tag);
+        put_block_elements<T><<<grid, kBlock, 0, stream>>>(data_of<T>(target), data_of<T>(values),
+                                                           data_of<int64_t>(offsets), block,
+                                                           accumulate, n);
+      });
 }
 
 void masked_fill_kernel(const Tensor& out, const Tensor& self, const Tensor& mask,
