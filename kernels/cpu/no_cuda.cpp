@@ -61,6 +61,7 @@ void mm_kernel(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const
   unavailable();
 }
 void bmm_kernel(const Tensor&, const Tensor&, const Tensor&) { unavailable(); }
+void einsum_loop_kernel(const Tensor&, ArrayRef<Tensor>, const cpu::EinsumLoop&) { unavailable(); }
 void sum_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 void mean_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 void prod_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tests/cuda/cuda_test_support.h"
@@ -168,6 +169,30 @@ TEST(CudaLinalg, DotMatchesTheCpu) {
   const Tensor i = arange(1, 101, 1, kInt64);
   EXPECT_EQ(gpu(i).dot(gpu(i)).to_vector<int64_t>()[0], 100 * 101 * 201 / 6);
   EXPECT_EQ(gpu(zeros({0}, kFloat64)).dot(gpu(zeros({0}, kFloat64))).to_vector<double>()[0], 0.0);
+}
+
+// Equations bmm cannot contract (a repeated letter, a letter summed within one
+// operand) run the loop nest.
+TEST(CudaLinalg, EinsumLoopNestMatchesTheCpu) {
+  STRATA_REQUIRE_CUDA();
+  const Tensor x = randn({4, 4}, Generator(8), kFloat64);
+  EXPECT_NEAR(einsum("ii->", {gpu(x)}).to_vector<double>()[0],
+              x.diagonal().sum().to_vector<double>()[0], 1e-12);
+  const Tensor a = randn({3, 5, 2}, Generator(9), kFloat32);
+  const Tensor b = randn({5, 2}, Generator(10), kFloat32);
+  for (const char* equation : {"ijk,jk->i", "ijk,jk->ik", "ijk->ki"}) {
+    SCOPED_TRACE(equation);
+    const std::vector<Tensor> on_gpu =
+        std::string(equation).find(',') == std::string::npos
+            ? std::vector<Tensor>{gpu(a)}
+            : std::vector<Tensor>{gpu(a), gpu(b)};
+    const std::vector<Tensor> on_cpu = std::string(equation).find(',') == std::string::npos
+                                           ? std::vector<Tensor>{a}
+                                           : std::vector<Tensor>{a, b};
+    EXPECT_TRUE(allclose(einsum(equation, on_gpu), einsum(equation, on_cpu), 1e-5, 1e-5));
+  }
+  const Tensor k = randint(-3, 3, {3, 3, 3}, Generator(11));
+  EXPECT_TRUE(allclose(einsum("iij->j", {gpu(k)}), einsum("iij->j", {k}), 0, 0));
 }
 
 TEST(CudaScanSort, CumsumMatchesTheCpuAlongEveryDim) {
