@@ -171,8 +171,8 @@ TEST(CudaLinalg, DotMatchesTheCpu) {
   EXPECT_EQ(gpu(zeros({0}, kFloat64)).dot(gpu(zeros({0}, kFloat64))).to_vector<double>()[0], 0.0);
 }
 
-// Equations bmm cannot contract (a repeated letter, a letter summed within one
-// operand) run the loop nest.
+// A repeated letter or a letter summed within one operand makes einsum run the
+// loop nest; "ijk,jk->i" runs the pairwise products, for comparison.
 TEST(CudaLinalg, EinsumLoopNestMatchesTheCpu) {
   STRATA_REQUIRE_CUDA();
   const Tensor x = randn({4, 4}, Generator(8), kFloat64);
