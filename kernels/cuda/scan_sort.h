@@ -9,9 +9,8 @@ namespace strata::gpu {
 
 // One thread per lane adds in the lane's order, so sums round as on the CPU.
 void cumsum_kernel(const Tensor& out, const Tensor& input, cpu::Lanes lanes);
-// Stable, NaN last ascending and first descending, as on the CPU. Each element
-// finds its place by comparing itself with its whole lane: n^2 comparisons for a
-// lane of n, meant for lanes of up to a few thousand values.
+// Stable, NaN last ascending and first descending, as on the CPU (Note [CUDA
+// sort] in kernels/cuda/scan_sort.cu).
 void sort_kernel(const Tensor& values, const Tensor& indices, const Tensor& input,
                  cpu::Lanes lanes, bool descending);
 

@@ -232,6 +232,34 @@ TEST(CudaScanSort, SortIsStableWithNanLastAscendingAndFirstDescending) {
   EXPECT_TRUE(allclose(top, std::get<0>(k.to(kFloat32).topk(2, 1)), 0, 0));
 }
 
+// Lanes longer than 1024 take the radix sort (Note [CUDA sort]): many ties, NaNs,
+// and both zeros, along the last dim and along dim 0 (lanes `inner` apart).
+TEST(CudaScanSort, LongLanesSortStablyAsOnTheCpu) {
+  STRATA_REQUIRE_CUDA();
+  const Tensor ints = randint(-20, 20, {3, 3000}, Generator(12));
+  std::vector<double> v = (ints.to(kFloat64) * 0.5).to_vector<double>();
+  for (size_t i = 0; i < v.size(); i += 97) v[i] = kNan;
+  for (size_t i = 5; i < v.size(); i += 89) v[i] = -0.0;
+  const Tensor x64 = tensor(v, {3, 3000});
+  for (const Tensor& x : {x64, x64.to(kFloat32), ints, ints > 0}) {
+    const ScalarType dtype = x.dtype();
+    for (bool descending : {false, true}) {
+      for (int64_t dim : {1, 0}) {
+        SCOPED_TRACE(std::string(to_string(dtype)) + " dim " + std::to_string(dim) +
+                     (descending ? " descending" : ""));
+        const Tensor lanes = dim == 1 ? x : x.t().contiguous();  // [3000, 3] sorts down dim 0
+        const auto [values, indices] = gpu(lanes).sort(dim, descending);
+        const auto [cpu_values, cpu_indices] = lanes.sort(dim, descending);
+        EXPECT_TRUE(allclose(indices, cpu_indices, 0, 0));
+        EXPECT_TRUE(allclose(values, cpu_values, 0, 0));
+      }
+    }
+  }
+  const auto [top, top_index] = gpu(x64).topk(5, 1, false);
+  EXPECT_TRUE(allclose(top_index, std::get<1>(x64.topk(5, 1, false)), 0, 0));
+  EXPECT_TRUE(allclose(top, std::get<0>(x64.topk(5, 1, false)), 0, 0));
+}
+
 TEST(CudaPad, ConstantPadAndCropMatchTheCpu) {
   STRATA_REQUIRE_CUDA();
   const Tensor x = randn({2, 3, 4}, Generator(6), kFloat32);
