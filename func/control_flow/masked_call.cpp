@@ -6,6 +6,7 @@
 #include "func/control_flow/lanes.h"
 #include "ops/elementwise.h"
 #include "tensor/error.h"
+#include "transforms/functionalize/functional_tensor.h"
 #include "transforms/layer_stack.h"
 
 namespace strata::control_flow {
@@ -19,6 +20,10 @@ namespace {
 // while one of these runs are left alone. A write to a captured tensor, or to a
 // view of one, is refused: every lane runs the function, so the write would
 // reach the lanes that do not take it too.
+//
+// A functionalize level hands its calls to no dispatch mode, so under
+// functionalize the writes are watched by a WriteWatch instead (Note
+// [Watching functionalized writes]); captured tensors are not masked there.
 class MaskCaptured final : public DispatchMode {
  public:
   MaskCaptured(Tensor pred, bool taken_when, int64_t level, const char* op, const char* fn_name,
@@ -123,9 +128,16 @@ std::vector<Tensor> run_on_lanes(const Tensor& pred, bool taken_when, const char
                                  const char* fn_name, const FlatFn& fn,
                                  const std::vector<Tensor>& operands, const ArgNames& names) {
   const std::vector<Tensor> masked = mask_untaken_lanes(pred, taken_when, operands);
+  const functionalization::WriteWatch watch;
   const DispatchModeGuard guard(std::make_shared<MaskCaptured>(
       pred, taken_when, top_layer("control flow").level, op, fn_name, masked, names));
-  return call_without_writes(op, fn_name, fn, masked, names, /*functionalized_too=*/true);
+  std::vector<Tensor> out =
+      call_without_writes(op, fn_name, fn, masked, names, /*functionalized_too=*/true);
+  STRATA_CHECK(!watch.wrote_earlier_tensor(), op, fn_name,
+               " writes a tensor it captures in place under functionalize with a per-lane "
+               "predicate: every lane runs the function, so the write would reach lanes that do "
+               "not take it; compute a new tensor out of place and return it");
+  return out;
 }
 
 }  // namespace strata::control_flow

@@ -260,6 +260,7 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
   unwrap_arguments(stack, first, level, remove_);
   const Tensor updated = new_value(op, stack, first, written);
   FunctionalBase& base = *target.base();
+  WriteWatch::note_write(base);
   if (!target.is_view()) {
     base.value = updated;
     ++base.generation;

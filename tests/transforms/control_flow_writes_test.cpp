@@ -187,6 +187,17 @@ TEST_F(ControlFlowWrites, ACapturedTensorIsWrittenAsCppWouldUnlessLanesDiffer) {
                     [](const st::Tensor& a) { return a; }, v);
   };
   expect_contains(error_message([&] { st::vmap(through_view)(xs); }), {"writes a tensor it captures"});
+  // Under functionalize the write never reaches memory, and is refused all the same.
+  auto made_outside_the_branch = [](const st::Tensor& v) {
+    const st::Tensor acc = v * 0.0;
+    const st::Tensor out = st::cond(v > 0.0, [&](const st::Tensor& a) { acc.add_(a); return a * 2.0; },
+                                    [](const st::Tensor& a) { return a + 1.0; }, v);
+    return out + acc;
+  };
+  expect_contains(error_message([&] { st::vmap(st::functionalize(made_outside_the_branch))(xs); }),
+                  {"strata::cond", "true_fn", "writes a tensor it captures", "functionalize"});
+  const st::Tensor one = st::functionalize(made_outside_the_branch)(xs.select(0, 0));
+  EXPECT_NEAR(one.item<double>(), 0.5 * 2.0 + 0.5, 1e-12);  // one lane: the C++ if's write
 }
 
 }  // namespace

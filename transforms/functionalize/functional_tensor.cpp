@@ -1,6 +1,7 @@
 #include "transforms/functionalize/functional_tensor.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "tensor/small_vector.h"
 #include "transforms/view_tracking.h"
@@ -24,8 +25,25 @@ bool may_share_elements(const Tensor& t) {
   return false;
 }
 
+namespace {
+std::atomic<uint64_t> next_serial{1};
+thread_local WriteWatch* tls_watch = nullptr;
+}  // namespace
+
+WriteWatch::WriteWatch()
+    : first_serial_(next_serial.load(std::memory_order_relaxed)), outer_(tls_watch) {
+  tls_watch = this;
+}
+
+WriteWatch::~WriteWatch() { tls_watch = outer_; }
+
+void WriteWatch::note_write(const FunctionalBase& base) {
+  if (tls_watch != nullptr && base.serial < tls_watch->first_serial_) tls_watch->wrote_earlier_ = true;
+}
+
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
     : FunctionalTensorWrapper(value, level, std::make_shared<FunctionalBase>(), {}, false) {
+  base_->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
   base_->overlapping = may_share_elements(value);
   base_->storage = value.impl()->underlying_storage();
   base_->value = std::move(value);

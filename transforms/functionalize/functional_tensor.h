@@ -32,6 +32,33 @@ struct FunctionalBase {
   // The root's elements share memory (an expanded input): it has no value that a
   // write could give it elementwise.
   bool overlapping = false;
+  // Bases made later have larger serials (see WriteWatch).
+  uint64_t serial = 0;
+};
+
+// Note [Watching functionalized writes]
+// Control flow under a per-lane predicate runs a function on every lane, so a
+// write to a tensor the function did not make would reach lanes that do not
+// take it. Under functionalize such a write never reaches memory, so it cannot
+// be seen there: a WriteWatch, while alive on its thread, notes the first
+// functionalized write to a base made before the watch began. Watches nest;
+// the innermost one is told.
+class WriteWatch {
+ public:
+  WriteWatch();
+  ~WriteWatch();
+  WriteWatch(const WriteWatch&) = delete;
+  WriteWatch& operator=(const WriteWatch&) = delete;
+  // Whether some write reached a base older than the watch.
+  bool wrote_earlier_tensor() const { return wrote_earlier_; }
+
+  // Called by functionalize for each write to `base`.
+  static void note_write(const FunctionalBase& base);
+
+ private:
+  uint64_t first_serial_;
+  bool wrote_earlier_ = false;
+  WriteWatch* outer_;
 };
 
 class FunctionalTensorWrapper final : public TensorImpl {
