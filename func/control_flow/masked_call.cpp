@@ -21,9 +21,8 @@ namespace {
 // view of one, is refused: every lane runs the function, so the write would
 // reach the lanes that do not take it too.
 //
-// A functionalize level hands its calls to no dispatch mode, so under
-// functionalize the writes are watched by a WriteWatch instead (Note
-// [Watching functionalized writes]); captured tensors are not masked there.
+// A functionalize level hands its calls to no dispatch mode: there a
+// LaneWatch masks the captured tensors and notes the writes instead.
 class MaskCaptured final : public DispatchMode {
  public:
   MaskCaptured(Tensor pred, bool taken_when, int64_t level, const char* op, const char* fn_name,
@@ -122,15 +121,44 @@ class MaskCaptured final : public DispatchMode {
   std::vector<Tensor> alive_;
 };
 
+// Masks what a function running at a functionalize level passes below it
+// and did not make (Note [Watching functionalized writes]), one level down.
+class LaneWatch final : public functionalization::WriteWatch {
+ public:
+  LaneWatch(int64_t level, const Tensor& pred, bool taken_when)
+      : WriteWatch(level), taken_when_(taken_when) {
+    const auto* f = functionalization::as_functional(pred);
+    pred_ = f != nullptr ? f->value() : pred;
+  }
+
+ private:
+  void earlier_argument(Tensor& value) override {
+    if (!is_floating_point(value.dtype())) return;
+    auto it = masked_.find(value.impl());
+    if (it == masked_.end()) {
+      const BelowTopLayer below;
+      it = masked_.emplace(value.impl(), mask_untaken_lanes(pred_, taken_when_, {value}).front()).first;
+      alive_.push_back(value);
+    }
+    value = it->second;
+  }
+
+  Tensor pred_;
+  bool taken_when_;
+  std::unordered_map<const TensorImpl*, Tensor> masked_;
+  std::vector<Tensor> alive_;
+};
+
 }  // namespace
 
 std::vector<Tensor> run_on_lanes(const Tensor& pred, bool taken_when, const char* op,
                                  const char* fn_name, const FlatFn& fn,
                                  const std::vector<Tensor>& operands, const ArgNames& names) {
+  const int64_t level = top_layer("control flow").level;
+  const LaneWatch watch(level, pred, taken_when);  // before the operands' masked copies are made
   const std::vector<Tensor> masked = mask_untaken_lanes(pred, taken_when, operands);
-  const functionalization::WriteWatch watch;
-  const DispatchModeGuard guard(std::make_shared<MaskCaptured>(
-      pred, taken_when, top_layer("control flow").level, op, fn_name, masked, names));
+  const DispatchModeGuard guard(
+      std::make_shared<MaskCaptured>(pred, taken_when, level, op, fn_name, masked, names));
   std::vector<Tensor> out =
       call_without_writes(op, fn_name, fn, masked, names, /*functionalized_too=*/true);
   STRATA_CHECK(!watch.wrote_earlier_tensor(), op, fn_name,

@@ -27,18 +27,31 @@ bool may_share_elements(const Tensor& t) {
 
 namespace {
 std::atomic<uint64_t> next_serial{1};
-thread_local WriteWatch* tls_watch = nullptr;
 }  // namespace
 
-WriteWatch::WriteWatch()
-    : first_serial_(next_serial.load(std::memory_order_relaxed)), outer_(tls_watch) {
-  tls_watch = this;
+thread_local WriteWatch* WriteWatch::tls_watch_ = nullptr;
+
+WriteWatch::WriteWatch(int64_t level)
+    : first_serial_(next_serial.load(std::memory_order_relaxed)), level_(level), outer_(tls_watch_) {
+  tls_watch_ = this;
 }
 
-WriteWatch::~WriteWatch() { tls_watch = outer_; }
+WriteWatch::~WriteWatch() { tls_watch_ = outer_; }
 
 void WriteWatch::note_write(const FunctionalBase& base) {
-  if (tls_watch != nullptr && base.serial < tls_watch->first_serial_) tls_watch->wrote_earlier_ = true;
+  if (tls_watch_ != nullptr && base.serial < tls_watch_->first_serial_) tls_watch_->wrote_earlier_ = true;
+}
+
+void WriteWatch::argument(Tensor& value, uint64_t serial, int64_t level) {
+  if (level != level_ || serial >= first_serial_ || !value.defined()) return;
+  tls_watch_ = nullptr;  // the replacement's own calls are not the function's
+  try {
+    earlier_argument(value);
+  } catch (...) {
+    tls_watch_ = this;
+    throw;
+  }
+  tls_watch_ = this;
 }
 
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
