@@ -21,13 +21,18 @@ namespace {
 std::vector<Tensor> run_cond(const HigherOrderOperator& op, const HopArgs& args) {
   const Tensor& pred = args.operands.front();
   check_predicate(pred, op.name().c_str(), "the predicate");
+  const char* name = op.name().c_str();
+  const ArgNames names{"operand"};
   const std::vector<Tensor> operands(args.operands.begin() + 1, args.operands.end());
   if (std::optional<bool> taken = concrete_predicate(pred)) {
-    return args.fns[*taken ? 0 : 1](operands);
+    return call_without_writes(name, *taken ? "true_fn" : "false_fn", args.fns[*taken ? 0 : 1],
+                               operands, names);
   }
-  const std::vector<Tensor> if_true = run_on_lanes(pred, true, args.fns[0], operands);
-  const std::vector<Tensor> if_false = run_on_lanes(pred, false, args.fns[1], operands);
-  check_same_leaves(op.name().c_str(), "the branches' outputs", "true_fn", if_true, "false_fn",
+  const std::vector<Tensor> if_true =
+      run_on_lanes(pred, true, name, "true_fn", args.fns[0], operands, names);
+  const std::vector<Tensor> if_false =
+      run_on_lanes(pred, false, name, "false_fn", args.fns[1], operands, names);
+  check_same_leaves(name, "the branches' outputs", "true_fn", if_true, "false_fn",
                     if_false);
   return select_lanes(pred, if_true, if_false);
 }

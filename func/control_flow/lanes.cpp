@@ -2,6 +2,9 @@
 
 #include "ops/elementwise.h"
 #include "tensor/error.h"
+#include "tensor/small_vector.h"
+#include "tensor/storage.h"
+#include "transforms/functionalize/functional_tensor.h"
 #include "transforms/tensor_wrapper.h"
 #include "transforms/vmap/batched_tensor.h"
 
@@ -9,8 +12,18 @@ namespace strata::control_flow {
 
 namespace {
 
-// The plain tensor under every grad, jvp and vmap level of t: every lane of
-// every vmap level is there, as a physical dim.
+// The value under a functionalize level's wrapper. A stale one (written
+// through a view since) would be an old value: refused rather than read.
+const Tensor& functional_value(const functionalization::FunctionalTensorWrapper& f) {
+  STRATA_CHECK(!f.is_stale(), "control flow",
+               "an operand or predicate under functionalize was written through a view of it "
+               "since it was last read (shape ", shape_string(f.sizes()),
+               "); pass a fresh tensor (clone it) to the control-flow operator");
+  return f.value();
+}
+
+// The plain tensor under every grad, jvp, functionalize and vmap level of t:
+// every lane of every vmap level is there, as a physical dim.
 Tensor below_all_levels(const Tensor& t) {
   Tensor current = t;
   while (true) {
@@ -18,14 +31,17 @@ Tensor below_all_levels(const Tensor& t) {
       current = w->value();
     } else if (const batching::BatchedTensorImpl* b = batching::as_batched(current)) {
       current = b->value();
+    } else if (const auto* f = functionalization::as_functional(current)) {
+      current = functional_value(*f);
     } else {
       return current;
     }
   }
 }
 
-// t with its vmap levels kept and its grad and jvp levels dropped: a constant
-// to every grad and jvp level. nullopt when t has no grad or jvp level.
+// t with its vmap and functionalize levels kept and its grad and jvp levels
+// dropped: a constant to every grad and jvp level. nullopt when t has no grad
+// or jvp level.
 std::optional<Tensor> without_autodiff_levels(const Tensor& t) {
   if (const TensorWrapper* w = as_wrapper(t)) {
     return without_autodiff_levels(w->value()).value_or(w->value());
@@ -34,6 +50,11 @@ std::optional<Tensor> without_autodiff_levels(const Tensor& t) {
     std::optional<Tensor> inner = without_autodiff_levels(b->value());
     if (!inner) return std::nullopt;
     return batching::make_batched(*inner, b->bdim(), b->level());
+  }
+  if (const auto* f = functionalization::as_functional(t)) {
+    std::optional<Tensor> inner = without_autodiff_levels(functional_value(*f));
+    if (!inner) return std::nullopt;
+    return functionalization::make_functional(*inner, f->level());
   }
   return std::nullopt;
 }
@@ -45,6 +66,8 @@ bool batched_at_any_level(const Tensor& t) {
   while (true) {
     if (const TensorWrapper* w = as_wrapper(current)) {
       current = w->value();
+    } else if (const auto* f = functionalization::as_functional(current)) {
+      current = f->value();
     } else {
       return batching::as_batched(current) != nullptr;
     }
@@ -92,6 +115,49 @@ std::vector<Tensor> select_lanes(const Tensor& pred, const std::vector<Tensor>& 
   out.reserve(a.size());
   for (size_t i = 0; i < a.size(); ++i) out.push_back(where(pred, a[i], b[i]));
   return out;
+}
+
+namespace {
+
+// Moves when t's memory is written. A functionalize level's write never
+// reaches memory; with `functional` it counts too (a functional wrapper's
+// generation moves with every write to it or its views).
+uint64_t memory_version(const Tensor& t, bool functional) {
+  if (!t.defined()) return 0;
+  if (const auto* f = functionalization::as_functional(t); f != nullptr && functional) {
+    return f->base()->generation;
+  }
+  const StorageImpl* storage = t.impl()->underlying_storage();
+  return storage ? storage->version() : 0;
+}
+
+}  // namespace
+
+std::vector<Tensor> call_without_writes(const char* op, const char* fn_name, const FlatFn& fn,
+                                        const std::vector<Tensor>& args, const ArgNames& names,
+                                        bool functionalized_too) {
+  SmallVector<uint64_t, 8> before;
+  for (const Tensor& t : args) before.push_back(memory_version(t, functionalized_too));
+  std::vector<Tensor> out = fn(args);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (memory_version(args[i], functionalized_too) != before[i]) {
+      fail_input_write(op, fn_name, names, i, args[i], "");
+    }
+  }
+  return out;
+}
+
+void fail_input_write(const char* op, const char* fn_name, const ArgNames& names, size_t index,
+                      const Tensor& arg, const std::string& how) {
+  const bool first = index < names.first_count;
+  STRATA_FAIL(op, fn_name, " writes its argument ", first ? names.first : names.rest, " leaf ",
+              first ? index : index - names.first_count, " in place (",
+              how.empty() ? std::string() : how + " on ", "shape ", shape_string(arg.sizes()), ", ",
+              to_string(arg.dtype()),
+              "), or memory that argument shares; a control-flow function must not write its "
+              "inputs: compute a new tensor out of place, or call the operator under "
+              "functionalize, which turns the write into a new value (not where the predicate "
+              "differs per lane: each lane's function runs on a masked copy)");
 }
 
 void check_same_leaves(const char* op, const char* what, const char* expected_name,

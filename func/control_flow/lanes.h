@@ -1,10 +1,11 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tensor/tensor.h"
-#include "transforms/higher_order_op.h"
 #include "transforms/higher_order_op.h"
 
 // What the control-flow operators share: the predicate's checks and value, the
@@ -27,6 +28,35 @@ bool batched_at_any_level(const Tensor& t);
 // Whether any lane of a per-lane predicate holds, over every vmap level.
 bool any_lane(const Tensor& pred);
 
+// Note [Control-flow functions do not write their inputs]
+// A function that writes one of its arguments in place has no meaning every
+// mode can keep: trace could not say which replay value the write reaches,
+// and under a per-lane predicate every lane runs every function on masked
+// copies, so the write would be lost or reach untaken lanes. So every mode
+// refuses it, naming the operator, the function and the argument; under
+// functionalize the write becomes a new value below the level and never
+// reaches memory, so it is allowed there, except where the predicate differs
+// per lane (the write would reach a masked copy only). A write is seen as a move of the
+// version of the memory under every transform wrapper (one read per argument
+// before and after the call, nothing on the ops' path).
+//
+// How an operator names its functions' arguments: the first `first_count`
+// are "<first> leaf i", the rest "<rest> leaf i".
+struct ArgNames {
+  const char* first;
+  size_t first_count = SIZE_MAX;
+  const char* rest = "";
+};
+// Throws the error for fn writing args[index] in place; `how` names the write
+// when known (an op's name), else is empty.
+[[noreturn]] void fail_input_write(const char* op, const char* fn_name, const ArgNames& names,
+                                   size_t index, const Tensor& arg, const std::string& how);
+// fn(args), throwing if fn wrote one of args in place; a functionalized write
+// too when `functionalized_too`.
+std::vector<Tensor> call_without_writes(const char* op, const char* fn_name, const FlatFn& fn,
+                                        const std::vector<Tensor>& args, const ArgNames& names,
+                                        bool functionalized_too = false);
+
 // Note [Untaken lanes do not poison derivatives]
 // With a per-lane predicate both functions run on every lane and where() keeps
 // each lane's taken result. where's derivative selects, so the untaken result
@@ -44,8 +74,12 @@ std::vector<Tensor> mask_untaken_lanes(const Tensor& pred, bool taken_when,
                                        const std::vector<Tensor>& operands);
 // fn on the lanes where pred == taken_when: its operands and the tensors it
 // captures masked. Called under a transform (pred is per lane).
-std::vector<Tensor> run_on_lanes(const Tensor& pred, bool taken_when, const FlatFn& fn,
-                                 const std::vector<Tensor>& operands);
+// Writes to a captured tensor or an operand are refused there, at every level
+// (functionalize's too): they would reach every lane, or be lost with the
+// masked copy.
+std::vector<Tensor> run_on_lanes(const Tensor& pred, bool taken_when, const char* op,
+                                 const char* fn_name, const FlatFn& fn,
+                                 const std::vector<Tensor>& operands, const ArgNames& names);
 // where(pred, a[i], b[i]) for every leaf.
 std::vector<Tensor> select_lanes(const Tensor& pred, const std::vector<Tensor>& a,
                                  const std::vector<Tensor>& b);

@@ -56,7 +56,8 @@ std::vector<Tensor> run_scan(const HigherOrderOperator& op, const HopArgs& args)
     const int64_t t = reverse ? length - 1 - i : i;
     std::vector<Tensor> step_args = carry;
     append_step(step_args, xs, t);
-    std::vector<Tensor> out = args.fns[0](step_args);
+    std::vector<Tensor> out =
+        call_without_writes(name, "step", args.fns[0], step_args, {"carry", carry_leaves, "xs"});
     STRATA_CHECK(out.size() >= carry.size(), name, "step returned ", out.size(),
                  " tensor leaves, fewer than the carry's ", carry.size());
     std::vector<Tensor> next(out.begin(), out.begin() + carry_leaves);
@@ -77,7 +78,7 @@ std::vector<Tensor> run_map(const HigherOrderOperator& op, const HopArgs& args) 
   for (int64_t t = 0; t < length; ++t) {
     std::vector<Tensor> step_args;
     append_step(step_args, args.operands, t);
-    ys.push_back(args.fns[0](step_args));
+    ys.push_back(call_without_writes(name, "f", args.fns[0], step_args, {"xs"}));
   }
   return stack_steps(name, ys);
 }

@@ -21,12 +21,14 @@ std::vector<Tensor> run_while_loop(const HigherOrderOperator& op, const HopArgs&
   const FlatFn& cond_fn = args.fns[0];
   const FlatFn& body_fn = args.fns[1];
   const char* name = op.name().c_str();
+  const ArgNames names{"carry"};
   std::vector<Tensor> carry = args.operands;
   while (true) {
-    const Tensor pred = predicate_of(op, cond_fn(carry));
+    const Tensor pred = predicate_of(op, call_without_writes(name, "cond_fn", cond_fn, carry, names));
     const std::optional<bool> go_on = concrete_predicate(pred);
     if (go_on ? !*go_on : !any_lane(pred)) return carry;
-    std::vector<Tensor> next = go_on ? body_fn(carry) : run_on_lanes(pred, true, body_fn, carry);
+    std::vector<Tensor> next = go_on ? call_without_writes(name, "body_fn", body_fn, carry, names)
+                                     : run_on_lanes(pred, true, name, "body_fn", body_fn, carry, names);
     check_same_leaves(name, "the body's result and the carry", "the carry", carry, "body_fn",
                       next);
     carry = go_on ? std::move(next) : select_lanes(pred, next, carry);

@@ -16,10 +16,13 @@ namespace {
 // Replaces this level's wrappers among the arguments by their (synced) values.
 void unwrap_arguments(Stack& stack, size_t first, int64_t level, Remove remove) {
   auto unwrap = [&](Tensor& t) {
-    if (FunctionalTensorWrapper* w = functional_at_level(t, level)) {
+    FunctionalTensorWrapper* w = functional_at_level(t, level);
+    const uint64_t serial = w != nullptr ? w->base()->serial : 0;  // 0: from outside the level
+    if (w != nullptr) {
       sync(*w, remove);
       t = w->value();
     }
+    WriteWatch::note_argument(t, serial, level);
   };
   for_each_tensor_argument(stack, first, unwrap);
 }
@@ -260,6 +263,7 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
   unwrap_arguments(stack, first, level, remove_);
   const Tensor updated = new_value(op, stack, first, written);
   FunctionalBase& base = *target.base();
+  WriteWatch::note_write(base);
   if (!target.is_view()) {
     base.value = updated;
     ++base.generation;

@@ -195,6 +195,11 @@ TEST(CondVmap, CapturedTensorsAreMaskedOnUntakenLanes) {
   for (double x : values) expected += x > 0 ? 0.5 * x / std::sqrt(x * 1.5) : 2.0 * x * 1.5;
   EXPECT_NEAR(st::grad(total)(w).item<double>(), expected, 1e-12);
   EXPECT_TRUE(allclose(st::grad(total)(w), st::grad(total_with_if)(w)));
+  // Under functionalize, whose level shows its calls to no dispatch mode.
+  auto functionalized = [&](const st::Tensor& w1) {
+    return st::vmap(st::functionalize([&](const st::Tensor& x) { return per_lane(x, w1); }))(xs).sum();
+  };
+  EXPECT_NEAR(st::grad(functionalized)(w).item<double>(), expected, 1e-12);
   const auto [value, tangent] = st::jvp(total, std::tuple{w}, std::tuple{st::ones({}, st::kFloat64)});
   EXPECT_TRUE(allclose(value, total_with_if(w)));
   EXPECT_NEAR(tangent.item<double>(), expected, 1e-12);

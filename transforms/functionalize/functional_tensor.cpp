@@ -1,6 +1,7 @@
 #include "transforms/functionalize/functional_tensor.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "tensor/small_vector.h"
 #include "transforms/view_tracking.h"
@@ -24,8 +25,38 @@ bool may_share_elements(const Tensor& t) {
   return false;
 }
 
+namespace {
+std::atomic<uint64_t> next_serial{1};
+}  // namespace
+
+thread_local WriteWatch* WriteWatch::tls_watch_ = nullptr;
+
+WriteWatch::WriteWatch(int64_t level)
+    : first_serial_(next_serial.load(std::memory_order_relaxed)), level_(level), outer_(tls_watch_) {
+  tls_watch_ = this;
+}
+
+WriteWatch::~WriteWatch() { tls_watch_ = outer_; }
+
+void WriteWatch::note_write(const FunctionalBase& base) {
+  if (tls_watch_ != nullptr && base.serial < tls_watch_->first_serial_) tls_watch_->wrote_earlier_ = true;
+}
+
+void WriteWatch::argument(Tensor& value, uint64_t serial, int64_t level) {
+  if (level != level_ || serial >= first_serial_ || !value.defined()) return;
+  tls_watch_ = nullptr;  // the replacement's own calls are not the function's
+  try {
+    earlier_argument(value);
+  } catch (...) {
+    tls_watch_ = this;
+    throw;
+  }
+  tls_watch_ = this;
+}
+
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
     : FunctionalTensorWrapper(value, level, std::make_shared<FunctionalBase>(), {}, false) {
+  base_->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
   base_->overlapping = may_share_elements(value);
   base_->storage = value.impl()->underlying_storage();
   base_->value = std::move(value);

@@ -32,6 +32,50 @@ struct FunctionalBase {
   // The root's elements share memory (an expanded input): it has no value that a
   // write could give it elementwise.
   bool overlapping = false;
+  // Bases made later have larger serials (see WriteWatch).
+  uint64_t serial = 0;
+};
+
+// Note [Watching functionalized writes]
+// Control flow under a per-lane predicate runs a function on every lane, so a
+// write to a tensor the function did not make would reach lanes that do not
+// take it, and a tensor it captures must be masked on the lanes that do not
+// take it (Note [Untaken lanes do not poison derivatives]). A functionalize
+// level hands its calls to no dispatch mode, so neither can be seen by one
+// there. A WriteWatch, while alive on its thread, notes the first
+// functionalized write to a base made before the watch began, and is shown
+// every argument that functionalize at `level` passes below itself and that the
+// function did not make (a wrapper of an older base, or a tensor from outside
+// the level), to replace it. Watches nest; the innermost one is told.
+class WriteWatch {
+ public:
+  explicit WriteWatch(int64_t level);
+  virtual ~WriteWatch();
+  WriteWatch(const WriteWatch&) = delete;
+  WriteWatch& operator=(const WriteWatch&) = delete;
+  // Whether some write reached a base older than the watch.
+  bool wrote_earlier_tensor() const { return wrote_earlier_; }
+
+  // Called by functionalize for each write to `base`.
+  static void note_write(const FunctionalBase& base);
+  // Called by functionalize at `level` with each argument it passes below
+  // itself: `value`, unwrapped from a base of `serial` (0: a tensor from
+  // outside the level).
+  static void note_argument(Tensor& value, uint64_t serial, int64_t level) {
+    if (tls_watch_ != nullptr) tls_watch_->argument(value, serial, level);
+  }
+
+ protected:
+  // An argument the function did not make, as functionalize passes it below.
+  virtual void earlier_argument(Tensor& value) { (void)value; }
+
+ private:
+  void argument(Tensor& value, uint64_t serial, int64_t level);
+  static thread_local WriteWatch* tls_watch_;
+  uint64_t first_serial_;
+  int64_t level_;
+  bool wrote_earlier_ = false;
+  WriteWatch* outer_;
 };
 
 class FunctionalTensorWrapper final : public TensorImpl {
