@@ -147,4 +147,38 @@ struct ViewRule<View, ValueView (*)(const BatchedView&, Args...)> {
   }
 };
 
+// ---- the _copy forms (select_copy, view_copy, ...): a view's values in memory of
+// their own, what functionalize(f, Remove::MutationsAndViews) records instead of
+// the view, so that no value of its graph aliases another. Each differentiates
+// by its view's formulas (a copy is the identity on values), batches as its view
+// followed by a copy, and has its view's shape.
+
+template <auto kKernel>
+struct CopyOf;
+template <class... Args, Tensor (*kKernel)(const Tensor&, Args...)>
+struct CopyOf<kKernel> {
+  static Tensor call(const Tensor& self, Args... args) { return kKernel(self, args...).clone(); }
+};
+
+template <class View, class Take = decltype(&View::take)>
+struct CopyRule;
+template <class View, class... Args>
+struct CopyRule<View, ValueView (*)(const BatchedView&, Args...)> {
+  static Tensor call(const Tensor& self, Args... args) {
+    return ViewRule<View>::call(self, args...).clone();
+  }
+};
+
+// The row of the _copy form of the view whose kernel is kKernel and whose
+// batching rule is ViewRule<View>.
+template <auto kKernel, class View>
+OpDef copy_op(const char* schema, KernelFunction derivative) {
+  return {.schema = schema,
+          .all_backends = &CopyOf<kKernel>::call,
+          .derivative = std::move(derivative),
+          .batching = &CopyRule<View>::call,
+          .shape = &view_shape<kKernel>,
+          .flops = &flops::zero};
+}
+
 }  // namespace strata::shape_detail
