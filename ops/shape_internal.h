@@ -32,6 +32,11 @@ Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int
 // [-rank - 1, rank], made non-negative.
 int64_t wrap_insert_dim(int64_t dim, int64_t rank, const char* op);
 
+// A tensor with t's geometry over storage that reaches as far as t does and
+// holds no data, for a view kernel to compute geometry on when t has no storage
+// (a trace's fake tensor); t itself when it has storage.
+Tensor geometry_stand_in(const Tensor& t);
+
 // ---- shape functions: a view reads no data, so its shape function is its
 // kernel called on the arguments, and the two cannot disagree.
 
@@ -169,6 +174,16 @@ struct CopyRule<View, ValueView (*)(const BatchedView&, Args...)> {
   }
 };
 
+// The shape function of a _copy form: its view's, on a stand-in for self, which
+// may be a trace's fake tensor (a _copy op is not a view, so fake mode runs its
+// shape function, not its kernel).
+template <auto kKernel>
+MetaList copy_shape(OpArgs args) {
+  Stack with_stand_in(args.begin(), args.end());
+  with_stand_in[0] = geometry_stand_in(args[0].to_tensor());
+  return view_shape<kKernel>(OpArgs(with_stand_in.data(), with_stand_in.size()));
+}
+
 // The row of the _copy form of the view whose kernel is kKernel and whose
 // batching rule is ViewRule<View>.
 template <auto kKernel, class View>
@@ -177,7 +192,7 @@ OpDef copy_op(const char* schema, KernelFunction derivative) {
           .all_backends = &CopyOf<kKernel>::call,
           .derivative = std::move(derivative),
           .batching = &CopyRule<View>::call,
-          .shape = &view_shape<kKernel>,
+          .shape = &copy_shape<kKernel>,
           .flops = &flops::zero};
 }
 

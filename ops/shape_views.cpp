@@ -381,7 +381,7 @@ const OpFamily kViewOps("shape_views", {
      .all_backends = &stop_gradient_copy_kernel,
      .derivative = {autograd::non_differentiable(), kConstant},
      .batching = &stop_gradient_copy_batched,
-     .shape = &shape_detail::view_shape<&stop_gradient_kernel>,
+     .shape = &shape_detail::copy_shape<&stop_gradient_kernel>,
      .flops = &flops::zero},
     {.schema = "flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
      .decomposition = &flatten_composite},

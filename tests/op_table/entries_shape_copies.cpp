@@ -92,6 +92,8 @@ OpInfo as_strided_scatter_entry(std::string name, std::vector<ScatterCase> cases
     }
     return samples;
   };
+  // No batching rule: the loop fallback (each sample's region addressed from its layout).
+  info.batching_rule = false;
   info.op = [](const std::vector<Tensor>& in, const Stack& a) {
     return std::vector<Tensor>{as_strided_scatter(in[0], in[1], int_list_arg(a, 0),
                                                   int_list_arg(a, 1), optional_int_arg(a, 2))};

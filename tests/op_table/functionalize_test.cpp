@@ -232,7 +232,7 @@ TEST(OpFunctionalizeCheck, FlagsInPlaceOpsAndViewReads) {
     const std::vector<std::string> ops = g.op_names();
     EXPECT_NE(std::find(ops.begin(), ops.end(), "strata::select_scatter"), ops.end())
         << g.to_string();
-    const bool copies = std::find(ops.begin(), ops.end(), "strata::select_copy") != ops.end();
+    const bool copies = std::find(ops.begin(), ops.end(), "strata::select_copy.int") != ops.end();
     EXPECT_EQ(copies, remove == Remove::MutationsAndViews) << g.to_string();
   }
 }
