@@ -343,14 +343,17 @@ KernelFunction reshaping_derivative() {
 
 // stop_gradient's copy: the values, a constant to every level, in memory of their own.
 Tensor stop_gradient_copy_kernel(const Tensor& self) { return stop_gradient_kernel(self).clone(); }
-Tensor stop_gradient_copy_batched(const Tensor& self) { return stop_gradient_batched(self).clone(); }
+Tensor stop_gradient_copy_batched(const Tensor& self) {
+  return stop_gradient_batched(self).clone();
+}
 
 const char* const kConstant = "a constant to every grad and jvp level";
 
 const OpFamily kViewOps("shape_views", {
     view_op<&view_kernel>("view(Tensor(a) self, int[] size) -> Tensor(a)", reshaping_derivative(),
                           &ViewRule<View>::call),
-    copy_op<&view_kernel, View>("view_copy(Tensor self, int[] size) -> Tensor", reshaping_derivative()),
+    copy_op<&view_kernel, View>("view_copy(Tensor self, int[] size) -> Tensor",
+                                reshaping_derivative()),
     {.schema = "reshape(Tensor(a) self, int[] shape) -> Tensor(a)",
      .decomposition = &reshape_composite},
     view_op<&unsqueeze_kernel>("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",

@@ -173,9 +173,9 @@ Tensor rearrange(const char* name, const char* overload, const Tensor& value, St
 
 // `value` (of `base`'s number of elements) in `base`'s shape.
 Tensor reshaped(const Tensor& value, const Tensor& base, Remove remove) {
-  const Tensor v = remove == Remove::Mutations || value.is_contiguous() ? value : value.clone();
-  return remove == Remove::Mutations ? v.reshape(base.sizes().vec())
-                                     : rearrange("strata::view", "", v, {base.sizes().vec()}, remove);
+  if (remove == Remove::Mutations) return value.reshape(base.sizes().vec());
+  const Tensor v = value.is_contiguous() ? value : value.clone();
+  return rearrange("strata::view", "", v, {base.sizes().vec()}, remove);
 }
 
 // `base` with the part that `step` views replaced by `value` (of the view's

@@ -87,7 +87,8 @@ OpInfo as_strided_scatter_entry(std::string name, std::vector<ScatterCase> cases
            << " args";
       for (const IValue& arg : c.args) what << ' ' << arg;
       samples.push_back({what.str(),
-                         {make_tensor(c.self_sizes, dtype), make_tensor(c.src_sizes, dtype, -2.0, 2.0, 7)},
+                         {make_tensor(c.self_sizes, dtype),
+                          make_tensor(c.src_sizes, dtype, -2.0, 2.0, 7)},
                          c.args});
     }
     return samples;
