@@ -26,5 +26,11 @@ Tensor slice_scatter(const Tensor& self, const Tensor& src, int64_t dim = 0,
                      std::optional<int64_t> end = std::nullopt, int64_t step = 1);
 Tensor diagonal_scatter(const Tensor& self, const Tensor& src, int64_t offset = 0,
                         int64_t dim1 = 0, int64_t dim2 = 1);
+// A copy of self, laid out as self over memory of its own, whose locations that
+// self.as_strided(size, stride, storage_offset) reads hold src: the write
+// through that view, out of place (ops/shape_strided.cpp). The region's
+// elements must not share a location.
+Tensor as_strided_scatter(const Tensor& self, const Tensor& src, IntArrayRef size,
+                          IntArrayRef stride, std::optional<int64_t> storage_offset = std::nullopt);
 
 }  // namespace strata

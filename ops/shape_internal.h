@@ -32,6 +32,11 @@ Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int
 // [-rank - 1, rank], made non-negative.
 int64_t wrap_insert_dim(int64_t dim, int64_t rank, const char* op);
 
+// A tensor with t's geometry over storage that reaches as far as t does and
+// holds no data, for a view kernel to compute geometry on when t has no storage
+// (a trace's fake tensor); t itself when it has storage.
+Tensor geometry_stand_in(const Tensor& t);
+
 // ---- shape functions: a view reads no data, so its shape function is its
 // kernel called on the arguments, and the two cannot disagree.
 
@@ -146,5 +151,49 @@ struct ViewRule<View, ValueView (*)(const BatchedView&, Args...)> {
     return batching::make_batched(std::move(v.view), v.bdim, level);
   }
 };
+
+// ---- the _copy forms (select_copy, view_copy, ...): a view's values in memory of
+// their own, what functionalize(f, Remove::MutationsAndViews) records instead of
+// the view, so that no value of its graph aliases another. Each differentiates
+// by its view's formulas (a copy is the identity on values), batches as its view
+// followed by a copy, and has its view's shape.
+
+template <auto kKernel>
+struct CopyOf;
+template <class... Args, Tensor (*kKernel)(const Tensor&, Args...)>
+struct CopyOf<kKernel> {
+  static Tensor call(const Tensor& self, Args... args) { return kKernel(self, args...).clone(); }
+};
+
+template <class View, class Take = decltype(&View::take)>
+struct CopyRule;
+template <class View, class... Args>
+struct CopyRule<View, ValueView (*)(const BatchedView&, Args...)> {
+  static Tensor call(const Tensor& self, Args... args) {
+    return ViewRule<View>::call(self, args...).clone();
+  }
+};
+
+// The shape function of a _copy form: its view's, on a stand-in for self, which
+// may be a trace's fake tensor (a _copy op is not a view, so fake mode runs its
+// shape function, not its kernel).
+template <auto kKernel>
+MetaList copy_shape(OpArgs args) {
+  Stack with_stand_in(args.begin(), args.end());
+  with_stand_in[0] = geometry_stand_in(args[0].to_tensor());
+  return view_shape<kKernel>(OpArgs(with_stand_in.data(), with_stand_in.size()));
+}
+
+// The row of the _copy form of the view whose kernel is kKernel and whose
+// batching rule is ViewRule<View>.
+template <auto kKernel, class View>
+OpDef copy_op(const char* schema, KernelFunction derivative) {
+  return {.schema = schema,
+          .all_backends = &CopyOf<kKernel>::call,
+          .derivative = std::move(derivative),
+          .batching = &CopyRule<View>::call,
+          .shape = &copy_shape<kKernel>,
+          .flops = &flops::zero};
+}
 
 }  // namespace strata::shape_detail

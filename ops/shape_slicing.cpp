@@ -13,6 +13,7 @@ namespace strata {
 namespace {
 
 using shape_detail::BatchedView;
+using shape_detail::copy_op;
 using shape_detail::embed;
 using shape_detail::make_view;
 using shape_detail::ValueView;
@@ -176,6 +177,12 @@ const OpFamily kSlicingOps("shape_slicing", {
         "slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> "
         "Tensor(a)",
         view_derivative(&slice_backward), &ViewRule<Slice>::call),
+    copy_op<&select_kernel, Select>("select_copy.int(Tensor self, int dim, int index) -> Tensor",
+                                    view_derivative(&select_backward)),
+    copy_op<&slice_kernel, Slice>(
+        "slice_copy.Tensor(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> "
+        "Tensor",
+        view_derivative(&slice_backward)),
     {.schema = "narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)",
      .decomposition = &narrow_composite},
     {.schema = "split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]",

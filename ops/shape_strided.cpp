@@ -10,12 +10,14 @@
 
 #include "ops/op_handle.h"
 #include "ops/ops.h"
+#include "ops/shape.h"
 #include "ops/shape_internal.h"
 
 namespace strata {
 namespace {
 
 using shape_detail::BatchedView;
+using shape_detail::copy_op;
 using shape_detail::make_view;
 using shape_detail::ValueView;
 using shape_detail::view_derivative;
@@ -246,6 +248,86 @@ void as_strided_forward(ForwardContext& c) {
   c.set_tangent(0, at.move(t, at.own, at.read, out.sizes()));
 }
 
+// ---- as_strided_scatter, as_strided's scatter form (shape_scatter.cpp has the
+// others): a copy of self, laid out as self is over memory of its own, whose
+// locations that self.as_strided(size, stride, storage_offset) reads hold src.
+// That is self's value after writing src through the view, so the op depends on
+// self's layout, as as_strided does. The region's elements must not share a
+// location: a write through them has no single value.
+
+void check_scatter_src(const Tensor& self, const Tensor& src, IntArrayRef size, const char* op) {
+  STRATA_CHECK(src.sizes() == size, op, "src of shape ", shape_string(src.sizes()),
+               " does not fit the region of shape ", shape_string(size), " of self (shape ",
+               shape_string(self.sizes()), ")");
+  STRATA_CHECK(src.dtype() == self.dtype(), op, "src is ", src.dtype(), " but self is ",
+               self.dtype());
+  STRATA_CHECK(src.device() == self.device(), op, "src is on ", src.device(), " but self is on ",
+               self.device());
+}
+
+Tensor as_strided_scatter_kernel(const Tensor& self, const Tensor& src, IntArrayRef size,
+                                 IntArrayRef stride, std::optional<int64_t> storage_offset) {
+  const char* op = "strata::as_strided_scatter";
+  check_scatter_src(self, src, size, op);
+  STRATA_CHECK(self.impl()->has_storage(), op, "cannot scatter into a ", self.impl()->impl_name(),
+               ": it has no storage of its own");
+  const int64_t capacity =
+      static_cast<int64_t>(self.impl()->storage()->nbytes()) / element_size(self.dtype());
+  Tensor out = zeros({capacity}, self.dtype(), self.device())
+                   .as_strided(self.sizes(), self.strides(), self.storage_offset());
+  out.copy_(self);
+  const Tensor region = out.as_strided(size, stride, storage_offset);
+  std::vector<int64_t> at =
+      positions(size, stride, storage_offset.value_or(self.storage_offset()));
+  std::sort(at.begin(), at.end());
+  STRATA_CHECK(std::adjacent_find(at.begin(), at.end()) == at.end(), op, "the region (sizes ",
+               shape_string(size), ", strides ", shape_string(stride),
+               ") has elements that share a location: writing src through it has no single value");
+  region.copy_(src);
+  return out;
+}
+
+MetaList as_strided_scatter_shape(OpArgs args) {
+  const Tensor& self = shape::tensor_arg(args, 0);
+  check_scatter_src(self, shape::tensor_arg(args, 1), args[2].to_int_list(),
+                    "strata::as_strided_scatter");
+  return shape::single(self.sizes(), self.dtype());
+}
+
+// Linear in self and src: the output is self off the region's locations and
+// src on them. `on_region` keeps the part of a tensor shaped like self that the
+// region covers; `into_self` puts region-shaped values at self's elements there.
+struct ScatterLocations {
+  std::optional<StridedLocations> at;  // none when self or the region is empty
+  DimVector self_sizes, region_sizes;
+
+  ScatterLocations(const Tensor& self, IntArrayRef size, IntArrayRef stride, const IValue& offset)
+      : self_sizes(self.sizes()), region_sizes(size) {
+    if (self.numel() > 0 && checked_numel(size) > 0) at.emplace(self, size, stride, offset);
+  }
+  Tensor region_of(const Tensor& t) const {
+    return at ? at->move(t, at->own, at->read, region_sizes) : zeros_shaped(region_sizes, t);
+  }
+  Tensor into_self(const Tensor& r) const {
+    return at ? at->move(r, at->read, at->own, self_sizes) : zeros_shaped(self_sizes, r);
+  }
+};
+
+void as_strided_scatter_backward(BackwardContext& c) {
+  const ScatterLocations loc(c.input(0), c.int_list_arg(2), c.int_list_arg(3), c.arg(4));
+  const Tensor& g = c.grad();
+  const Tensor g_region = loc.region_of(g);
+  if (c.needs_grad(0)) c.set_grad(0, g - loc.into_self(g_region));
+  if (c.needs_grad(1)) c.set_grad(1, g_region);
+}
+
+void as_strided_scatter_forward(ForwardContext& c) {
+  const ScatterLocations loc(c.input(0), c.int_list_arg(2), c.int_list_arg(3), c.arg(4));
+  const Tensor t_self = c.tangent_or_zeros(0);
+  c.set_tangent(0, t_self - loc.into_self(loc.region_of(t_self)) +
+                       loc.into_self(c.tangent_or_zeros(1)));
+}
+
 // ---- batching rules (shape_internal.h) ----
 
 // Sample b of the value starts at the value's storage offset plus b times the
@@ -311,24 +393,49 @@ struct Diagonal {
 
 // ---- the rows (Note [One op, one place]) ----
 
+KernelFunction as_strided_derivative() {
+  return autograd::derivative({.backward = &as_strided_backward,
+                               .forward = &as_strided_forward,
+                               .saved_inputs = autograd::args(0)});
+}
+
 const OpFamily kStridedViewOps("shape_strided", {
     view_op<&as_strided_kernel>(
         "as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> "
         "Tensor(a)",
-        autograd::derivative({.backward = &as_strided_backward,
-                              .forward = &as_strided_forward,
-                              .saved_inputs = autograd::args(0)}),
-        &ViewRule<AsStrided>::call),
+        as_strided_derivative(), &ViewRule<AsStrided>::call),
+    copy_op<&as_strided_kernel, AsStrided>(
+        "as_strided_copy(Tensor self, int[] size, int[] stride, int? storage_offset=None) -> "
+        "Tensor",
+        as_strided_derivative()),
     view_op<&permute_kernel>("permute(Tensor(a) self, int[] dims) -> Tensor(a)",
                              view_derivative(&permute_backward), &ViewRule<Permute>::call),
+    {.schema = "as_strided_scatter(Tensor self, Tensor src, int[] size, int[] stride, "
+               "int? storage_offset=None) -> Tensor",
+     .all_backends = &as_strided_scatter_kernel,
+     .derivative = autograd::derivative({.backward = &as_strided_scatter_backward,
+                                         .forward = &as_strided_scatter_forward,
+                                         .saved_inputs = autograd::args(0)}),
+     .batching = Absent{"the loop fallback: each sample's region is addressed from its own "
+                        "layout, as as_strided's rule does"},
+     .shape = &as_strided_scatter_shape,
+     .flops = &flops::zero},
+    copy_op<&permute_kernel, Permute>("permute_copy(Tensor self, int[] dims) -> Tensor",
+                                      view_derivative(&permute_backward)),
     view_op<&transpose_kernel>("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
                                view_derivative(&transpose_backward), &ViewRule<Transpose>::call),
+    copy_op<&transpose_kernel, Transpose>(
+        "transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor",
+        view_derivative(&transpose_backward)),
     {.schema = "t(Tensor(a) self) -> Tensor(a)", .decomposition = &t_composite},
     {.schema = "movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)",
      .decomposition = &movedim_composite},
     view_op<&diagonal_kernel>(
         "diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)",
         view_derivative(&diagonal_backward), &ViewRule<Diagonal>::call),
+    copy_op<&diagonal_kernel, Diagonal>(
+        "diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor",
+        view_derivative(&diagonal_backward)),
 });
 
 }  // namespace
@@ -338,6 +445,14 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
   return STRATA_OP("strata::as_strided", "",
                    Tensor(const Tensor&, IntArrayRef, IntArrayRef, std::optional<int64_t>))
       .call(*this, sizes, strides, storage_offset);
+}
+
+Tensor as_strided_scatter(const Tensor& self, const Tensor& src, IntArrayRef size,
+                          IntArrayRef stride, std::optional<int64_t> storage_offset) {
+  return STRATA_OP("strata::as_strided_scatter", "",
+                   Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef,
+                          std::optional<int64_t>))
+      .call(self, src, size, stride, storage_offset);
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {

@@ -20,6 +20,7 @@ namespace strata {
 namespace {
 
 using shape_detail::BatchedView;
+using shape_detail::copy_op;
 using shape_detail::make_view;
 using shape_detail::ValueView;
 using shape_detail::view_derivative;
@@ -335,28 +336,55 @@ struct Expand {
 
 // ---- the rows (Note [One op, one place]) ----
 
+// view and view_copy: the gradient takes the input's shape back, the tangent the output's.
+KernelFunction reshaping_derivative() {
+  return autograd::derivative({.backward = &restore_shape_backward, .forward = &view_forward});
+}
+
+// stop_gradient's copy: the values, a constant to every level, in memory of their own.
+Tensor stop_gradient_copy_kernel(const Tensor& self) { return stop_gradient_kernel(self).clone(); }
+Tensor stop_gradient_copy_batched(const Tensor& self) {
+  return stop_gradient_batched(self).clone();
+}
+
+const char* const kConstant = "a constant to every grad and jvp level";
+
 const OpFamily kViewOps("shape_views", {
-    view_op<&view_kernel>(
-        "view(Tensor(a) self, int[] size) -> Tensor(a)",
-        autograd::derivative({.backward = &restore_shape_backward, .forward = &view_forward}),
-        &ViewRule<View>::call),
+    view_op<&view_kernel>("view(Tensor(a) self, int[] size) -> Tensor(a)", reshaping_derivative(),
+                          &ViewRule<View>::call),
+    copy_op<&view_kernel, View>("view_copy(Tensor self, int[] size) -> Tensor",
+                                reshaping_derivative()),
     {.schema = "reshape(Tensor(a) self, int[] shape) -> Tensor(a)",
      .decomposition = &reshape_composite},
     view_op<&unsqueeze_kernel>("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",
                                view_derivative(&restore_shape_backward),
                                &ViewRule<Unsqueeze>::call),
+    copy_op<&unsqueeze_kernel, Unsqueeze>("unsqueeze_copy(Tensor self, int dim) -> Tensor",
+                                          view_derivative(&restore_shape_backward)),
     view_op<&squeeze_kernel>("squeeze(Tensor(a) self) -> Tensor(a)",
                              view_derivative(&restore_shape_backward), &ViewRule<Squeeze>::call),
+    copy_op<&squeeze_kernel, Squeeze>("squeeze_copy(Tensor self) -> Tensor",
+                                      view_derivative(&restore_shape_backward)),
     view_op<&squeeze_dim_kernel>("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)",
                                  view_derivative(&restore_shape_backward),
                                  &ViewRule<SqueezeDim>::call),
+    copy_op<&squeeze_dim_kernel, SqueezeDim>("squeeze_copy.dim(Tensor self, int dim) -> Tensor",
+                                             view_derivative(&restore_shape_backward)),
     view_op<&expand_kernel>("expand(Tensor(a) self, int[] size) -> Tensor(a)",
                             view_derivative(&expand_backward), &ViewRule<Expand>::call),
+    copy_op<&expand_kernel, Expand>("expand_copy(Tensor self, int[] size) -> Tensor",
+                                    view_derivative(&expand_backward)),
     {.schema = "stop_gradient(Tensor(a) self) -> Tensor(a)",
      .all_backends = &stop_gradient_kernel,
-     .derivative = {autograd::non_differentiable(), "a constant to every grad and jvp level"},
+     .derivative = {autograd::non_differentiable(), kConstant},
      .batching = &stop_gradient_batched,
      .shape = &shape_detail::view_shape<&stop_gradient_kernel>,
+     .flops = &flops::zero},
+    {.schema = "stop_gradient_copy(Tensor self) -> Tensor",
+     .all_backends = &stop_gradient_copy_kernel,
+     .derivative = {autograd::non_differentiable(), kConstant},
+     .batching = &stop_gradient_copy_batched,
+     .shape = &shape_detail::copy_shape<&stop_gradient_kernel>,
      .flops = &flops::zero},
     {.schema = "flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
      .decomposition = &flatten_composite},

@@ -62,8 +62,6 @@ void TensorImpl::throw_no_storage() const {
   STRATA_FAIL(impl_name(), "tensor has no storage: its data cannot be accessed");
 }
 
-uint32_t TensorImpl::version() const { return storage_ ? storage_->version() : 0; }
-
 void TensorImpl::bump_version() {
   if (storage_) storage_->bump_version();
 }

@@ -52,8 +52,10 @@ class TensorImpl : public RefCounted {
     return static_cast<char*>(storage_->data()) + storage_offset_ * element_size(dtype_);
   }
 
-  // Shared by views of one storage; in-place ops bump it.
-  uint32_t version() const;
+  // Shared by views of one storage; in-place ops bump it. A tensor without
+  // storage has the version its subclass gives (a functionalize level's tensor
+  // counts the writes to its root and the root's views), 0 by default.
+  uint32_t version() const { return storage_ ? storage_->version() : storageless_version(); }
   void bump_version();
 
   // The tensor whose storage holds this one's values: itself, or for a wrapper
@@ -64,6 +66,8 @@ class TensorImpl : public RefCounted {
   // The storage that holds this tensor's memory, seen through every transform
   // wrapper (a grad wrapper, a batched tensor): tensors that share it alias.
   virtual const StorageImpl* underlying_storage() const { return storage_.get(); }
+
+  virtual uint32_t storageless_version() const { return 0; }
 
   // Changes shape metadata in place (views, resize of a fresh output).
   void set_sizes_contiguous(IntArrayRef sizes);

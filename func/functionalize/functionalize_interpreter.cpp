@@ -4,6 +4,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "dispatcher/dispatch_mode.h"
 #include "dispatcher/dispatcher.h"
 #include "ops/ops.h"
 #include "ops/shape.h"
@@ -77,6 +78,17 @@ bool can_store(ScalarType from, ScalarType to) {
   return from == kBool || to != kBool;
 }
 
+// Calls `op` boxed on self and `args`; its (single) result.
+Tensor call_step(const OperatorHandle& op, Tensor self, const Stack& args, int64_t list_index) {
+  Stack stack;
+  stack.reserve(args.size() + 1);
+  stack.emplace_back(std::move(self));
+  stack.insert(stack.end(), args.begin(), args.end());
+  op.call_boxed(stack);
+  return list_index < 0 ? stack[0].to_tensor()
+                        : stack[0].to_tensor_list()[static_cast<size_t>(list_index)];
+}
+
 // The value the written argument has after `op` (its arguments unwrapped at
 // stack[first...]), computed out of place below the level: copy_ and fill_ by
 // what they write, other ops by their out-of-place variant when its result has
@@ -89,7 +101,10 @@ Tensor new_value(const OperatorHandle& op, const Stack& stack, size_t first, siz
   const Tensor& old = stack[first + written].to_tensor();
   const std::string& name = op.operator_name().name;
   if (name == "strata::copy_") {
-    return stack[first + 1].to_tensor().to(old.dtype()).expand(old.sizes()).clone();
+    static const OperatorHandle expand_copy =
+        *Dispatcher::singleton().find_schema({"strata::expand_copy", ""});
+    return call_step(expand_copy, stack[first + 1].to_tensor().to(old.dtype()),
+                     {old.sizes().vec()}, -1);
   }
   if (name == "strata::fill_") return full_like(old, stack[first + 1].to_scalar());
   const auto args_begin = stack.begin() + static_cast<std::ptrdiff_t>(first);
@@ -115,23 +130,64 @@ bool has_as_strided(const std::vector<ViewStep>& steps) {
   return false;
 }
 
-// One view step on `base`, as replay_view takes it; with MutationsAndViews a
-// fresh copy (the step's _copy form), so no value below the level aliases another.
-Tensor apply_step(const ViewStep& step, const Tensor& base, Remove remove) {
-  Tensor view = replay_view({step}, base);
-  return remove == Remove::MutationsAndViews ? view.clone() : view;
+// The _copy form of a view op (select.int -> select_copy.int), if it has one.
+std::optional<OperatorHandle> copy_variant(const OperatorHandle& op) {
+  thread_local std::unordered_map<const OperatorEntry*, std::optional<OperatorHandle>> cache;
+  auto [it, inserted] = cache.try_emplace(&op.entry());
+  if (inserted) {
+    it->second = Dispatcher::singleton().find_schema(
+        {op.operator_name().name + "_copy", op.operator_name().overload_name});
+  }
+  return it->second;
+}
+
+// The view ops [begin, end) applied to `base`; with MutationsAndViews each by
+// its _copy form (select_copy, ...), so that no value below the level aliases another.
+Tensor replay(const ViewStep* begin, const ViewStep* end, Tensor base, Remove remove) {
+  for (const ViewStep* step = begin; step != end; ++step) {
+    if (remove == Remove::Mutations) {
+      base = call_step(step->op, std::move(base), step->args, step->list_index);
+    } else if (std::optional<OperatorHandle> copy = copy_variant(step->op)) {
+      base = call_step(*copy, std::move(base), step->args, step->list_index);
+    } else {
+      base = call_step(step->op, std::move(base), step->args, step->list_index).clone();
+    }
+  }
+  return base;
+}
+
+Tensor replay(const std::vector<ViewStep>& steps, Tensor base, Remove remove) {
+  return replay(steps.data(), steps.data() + steps.size(), std::move(base), remove);
 }
 
 std::optional<int64_t> optional_int(const IValue& v) {
   return v.is_none() ? std::nullopt : std::optional<int64_t>(v.to_int());
 }
 
+// `value` rearranged by the view op `name` (a rearranging view: transpose,
+// permute, view), as a view of it or with MutationsAndViews as a _copy op.
+Tensor rearrange(const char* name, const char* overload, const Tensor& value, Stack args,
+                 Remove remove) {
+  const std::string op_name = std::string(name) + (remove == Remove::Mutations ? "" : "_copy");
+  const std::optional<OperatorHandle> op = Dispatcher::singleton().find_schema({op_name, overload});
+  STRATA_CHECK(op.has_value(), "functionalize", "internal: no operator ", op_name);
+  return call_step(*op, value, args, -1);
+}
+
+// `value` (of `base`'s number of elements) in `base`'s shape.
+Tensor reshaped(const Tensor& value, const Tensor& base, Remove remove) {
+  if (remove == Remove::Mutations) return value.reshape(base.sizes().vec());
+  const Tensor v = value.is_contiguous() ? value : value.clone();
+  return rearrange("strata::view", "", v, {base.sizes().vec()}, remove);
+}
+
 // `base` with the part that `step` views replaced by `value` (of the view's
 // shape), computed out of place: the step's scatter form, or for a step that
 // rearranges every element, the inverse rearrangement of `value`. None for a
-// step without either (as_strided, stop_gradient: see OpFunctionalize's named
-// exceptions, tests/op_table).
-std::optional<Tensor> scatter_step(const ViewStep& step, const Tensor& base, const Tensor& value) {
+// step without either (stop_gradient: see OpFunctionalize's named exception,
+// tests/op_table).
+std::optional<Tensor> scatter_step(const ViewStep& step, const Tensor& base, const Tensor& value,
+                                   Remove remove) {
   const std::string& name = step.op.operator_name().name;
   const Stack& a = step.args;
   if (name == "strata::select") return select_scatter(base, value, a[0].to_int(), a[1].to_int());
@@ -142,7 +198,11 @@ std::optional<Tensor> scatter_step(const ViewStep& step, const Tensor& base, con
   if (name == "strata::diagonal") {
     return diagonal_scatter(base, value, a[0].to_int(), a[1].to_int(), a[2].to_int());
   }
-  if (name == "strata::transpose") return value.transpose(a[0].to_int(), a[1].to_int());
+  if (name == "strata::as_strided") {
+    return as_strided_scatter(base, value, a[0].to_int_list(), a[1].to_int_list(),
+                              optional_int(a[2]));
+  }
+  if (name == "strata::transpose") return rearrange("strata::transpose", "int", value, a, remove);
   if (name == "strata::permute") {
     const std::vector<int64_t>& dims = a[0].to_int_list();
     const int64_t rank = base.dim();
@@ -151,16 +211,16 @@ std::optional<Tensor> scatter_step(const ViewStep& step, const Tensor& base, con
       inverse[static_cast<size_t>(wrap_dim(dims[i], rank, "strata::permute"))] =
           static_cast<int64_t>(i);
     }
-    return value.permute(inverse);
+    return rearrange("strata::permute", "", value, {inverse}, remove);
   }
   if (name == "strata::view" || name == "strata::unsqueeze" || name == "strata::squeeze") {
-    return value.reshape(base.sizes().vec());
+    return reshaped(value, base, remove);
   }
   // A write through an expand reaches this only when no two of the view's
   // elements share memory (write() refuses the rest): it adds dims of size 1,
   // or has no elements at all.
   if (name == "strata::expand") {
-    return value.numel() == base.numel() ? value.reshape(base.sizes().vec()) : base;
+    return value.numel() == base.numel() ? reshaped(value, base, remove) : base;
   }
   return std::nullopt;
 }
@@ -172,10 +232,10 @@ std::optional<Tensor> scatter_into_root(const std::vector<ViewStep>& steps, cons
                                         Tensor value, Remove remove) {
   std::vector<Tensor> bases{root};
   for (size_t k = 0; k + 1 < steps.size(); ++k) {
-    bases.push_back(apply_step(steps[k], bases.back(), remove));
+    bases.push_back(replay(&steps[k], &steps[k] + 1, bases.back(), remove));
   }
   for (size_t k = steps.size(); k-- > 0;) {
-    std::optional<Tensor> up = scatter_step(steps[k], bases[k], value);
+    std::optional<Tensor> up = scatter_step(steps[k], bases[k], value, remove);
     if (!up) return std::nullopt;
     value = remove == Remove::MutationsAndViews &&
                     up->impl()->underlying_storage() == value.impl()->underlying_storage()
@@ -185,6 +245,16 @@ std::optional<Tensor> scatter_into_root(const std::vector<ViewStep>& steps, cons
   return value;
 }
 
+// Whether the view `op` made of a tensor of `self_numel` elements (`result`, or
+// its copy when `copied`) has elements that share memory: for a copy, read
+// from the op's arguments (expand, as_strided: view_may_overlap's ops).
+bool view_shares_elements(const OperatorHandle& op, const Stack& args, const Tensor& result,
+                          bool copied, int64_t self_numel) {
+  if (!copied) return may_share_elements(result);
+  if (op.operator_name().name == "strata::expand") return result.numel() > self_numel;
+  return may_share_elements(args[0].to_int_list(), args[1].to_int_list());
+}
+
 // An op defined only by a decomposition (reshape, zero_, to) runs it at the
 // level, so that the level sees its parts: whether reshape made a view or a copy,
 // whether to() returned self.
@@ -192,6 +262,13 @@ bool decomposes(const OperatorEntry& entry) {
   return entry.has_kernel_for(DispatchKey::CompositeImplicitAutograd) &&
          !entry.has_kernel_for(DispatchKey::CompositeExplicitAutograd) &&
          !entry.has_kernel_for(DispatchKey::CPU) && !entry.has_kernel_for(DispatchKey::CUDA);
+}
+
+// Whether a write into `base` may go in place into its memory (Note [Writing
+// the root's memory]): this level is the only layer, no mode watches the ops
+// below it, and only the family holds the memory.
+bool writes_in_place(const FunctionalBase& base) {
+  return layer_stack_depth() == 1 && !dispatcher_watched() && base.held_only_by_family();
 }
 
 }  // namespace
@@ -211,8 +288,7 @@ void sync(FunctionalTensorWrapper& w, Remove remove) {
                ": the written base is laid out with strides ", shape_string(base.value.strides()),
                ", not as when the view was taken; take the view after the write");
   BelowTopLayer below;
-  Tensor value = replay_view(w.steps(), base.value);
-  w.set_value(remove == Remove::MutationsAndViews ? value.clone() : value);
+  w.set_value(replay(w.steps(), base.value, remove));
 }
 
 void FunctionalizeInterpreter::process(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
@@ -260,10 +336,19 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
                "as_strided) at ",
                describe_layer_stack(),
                ": functionalize cannot give it eager's values; write into a clone instead");
-  unwrap_arguments(stack, first, level, remove_);
-  const Tensor updated = new_value(op, stack, first, written);
   FunctionalBase& base = *target.base();
   WriteWatch::note_write(base);
+  // Tested before unwrapping, while the stack holds this level's wrappers and
+  // not their values.
+  const bool in_place = writes_in_place(base);
+  unwrap_arguments(stack, first, level, remove_);
+  if (in_place) {
+    write_in_place(op, stack, first, written, target);
+    stack.resize(first);
+    stack.emplace_back(target_tensor);
+    return;
+  }
+  const Tensor updated = new_value(op, stack, first, written);
   if (!target.is_view()) {
     base.value = updated;
     ++base.generation;
@@ -277,7 +362,7 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
       if (scattered) {
         root = std::move(*scattered);
       } else {
-        // No scatter form (as_strided): the region is written in a copy of the root.
+        // No scatter form (stop_gradient): the region is written in a copy of the root.
         root = base.value.clone();
         replay_view(target.steps(), root).copy_(updated);
       }
@@ -290,17 +375,42 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
   stack.emplace_back(target_tensor);
 }
 
+void FunctionalizeInterpreter::write_in_place(const OperatorHandle& op, Stack& stack,
+                                              size_t first, size_t written,
+                                              FunctionalTensorWrapper& target) {
+  FunctionalBase& base = *target.base();
+  IValue& self = stack[first + written];
+  // The synced value of a view is a view of the root's memory, unless views
+  // are removed (then it is a copy): the op writes through the view itself.
+  const bool over_root =
+      self.to_tensor().impl()->storage().get() == base.value.impl()->storage().get();
+  if (!over_root) {
+    BelowTopLayer below;
+    self = replay_view(target.steps(), base.value);
+  }
+  const Tensor written_value = self.to_tensor();
+  call_below_top_layer(op, argument_keys(op, stack), stack);
+  ++base.generation;
+  if (over_root) target.set_value(written_value);
+}
+
 void FunctionalizeInterpreter::view(const OperatorHandle& op, Stack& stack, size_t first,
                                     int64_t level) {
   const Tensor self_tensor = stack[first].to_tensor();
   const FunctionalTensorWrapper& self = *as_functional(self_tensor);
   unwrap_arguments(stack, first, level, remove_);
   const Stack args(stack.begin() + static_cast<std::ptrdiff_t>(first) + 1, stack.end());
-  call_below_top_layer(op, argument_keys(op, stack), stack);
+  // With MutationsAndViews the op's _copy form makes the value; whether the
+  // view's elements would share memory follows from its arguments.
+  const std::optional<OperatorHandle> copy =
+      remove_ == Remove::MutationsAndViews ? copy_variant(op) : std::nullopt;
+  const int64_t self_numel = stack[first].to_tensor().numel();
+  call_below_top_layer(copy ? *copy : op, argument_keys(op, stack), stack);
   auto wrap = [&](Tensor& t, int64_t list_index) {
     if (!t.defined()) return;
-    const bool shares_elements = view_may_overlap(op) && may_share_elements(t);
-    if (remove_ == Remove::MutationsAndViews) {
+    const bool shares_elements =
+        view_may_overlap(op) && view_shares_elements(op, args, t, copy.has_value(), self_numel);
+    if (remove_ == Remove::MutationsAndViews && !copy) {
       BelowTopLayer below;
       t = t.clone();
     }

@@ -18,7 +18,9 @@ namespace functionalization {
 // The interpreter of a functionalize layer (Note [Functional tensors]): every
 // call that reaches it runs one level down on the wrappers' values, its outputs
 // wrapped at the level; an in-place op on a wrapper computes the new value out
-// of place and points the wrapper (and the views of its root) at it.
+// of place and points the wrapper (and the views of its root) at it, or, when
+// no one else can see the root's memory, writes it there (Note [Writing the
+// root's memory]).
 class FunctionalizeInterpreter final : public Interpreter {
  public:
   explicit FunctionalizeInterpreter(Remove remove) : remove_(remove) {}
@@ -32,6 +34,9 @@ class FunctionalizeInterpreter final : public Interpreter {
 
  private:
   void write(const OperatorHandle& op, Stack& stack, size_t first, size_t written, int64_t level);
+  // The write of write() into the root's memory; the arguments are unwrapped.
+  void write_in_place(const OperatorHandle& op, Stack& stack, size_t first, size_t written,
+                      FunctionalTensorWrapper& target);
   void view(const OperatorHandle& op, Stack& stack, size_t first, int64_t level);
 
   Remove remove_;

@@ -74,6 +74,10 @@ OpInfo make_op_info(std::string name, std::vector<ScalarType> dtypes,
 OpInfo floating_op_info(std::string name, std::function<std::vector<Sample>(ScalarType)> samples,
                         OpFunction op, OpFunction reference);
 
+// The view ops' entries (entries_shape.cpp), which the entries of their _copy
+// forms reuse (entries_shape_copies.cpp).
+std::vector<OpInfo> view_op_entries();
+
 // Registers the entries of one family at static-initialization time:
 //   STRATA_OP_INFOS(unary) { return {OpInfo{...}, ...}; }
 const std::vector<OpInfo>& op_infos();

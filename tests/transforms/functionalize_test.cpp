@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "tests/test_support.h"
+#include "transforms/functionalize/functional_tensor.h"
 
 namespace strata {
 namespace {
@@ -167,6 +168,83 @@ TEST(Functionalize, NothingBelowTheLevelIsWrittenButTheInputsOnce) {
   EXPECT_EQ(counts["strata::mul_.Tensor"], 0);
   EXPECT_EQ(counts["strata::add_.Tensor"], 0);
   EXPECT_GE(counts["strata::copy_"], 1);  // the write-back (clones copy too)
+}
+
+// Note [Writing the root's memory]: a write through a view of a tensor made
+// inside f goes into the root's memory when nothing else can read it; the
+// caller's input, or anything run under a watching mode, is written out of place.
+TEST(Functionalize, WritesIntoTheRootsMemoryOnlyWhenNoOneElseCanReadIt) {
+  using functionalization::as_functional;
+  // The memory under the root of t, a tensor of a functionalize level (none in eager code).
+  const auto root_memory = [](const Tensor& t) -> const void* {
+    const auto* w = as_functional(t);
+    return w != nullptr ? w->base()->value.data_ptr() : nullptr;
+  };
+  for (Remove remove : {Remove::Mutations, Remove::MutationsAndViews}) {
+    SCOPED_TRACE(remove == Remove::Mutations ? "Mutations" : "MutationsAndViews");
+    std::vector<bool> kept;  // whether each write left the root's memory where it was
+    auto f = [&](const Tensor& x) {
+      Tensor y = x.clone();
+      const Tensor row = y.select(0, 1);
+      const void* before = root_memory(y);
+      y.narrow(0, 0, 2).mul_(num(3.0));
+      kept.push_back(root_memory(y) == before);
+      const void* input = root_memory(x);
+      x.select(0, 0).add_(num(1.0));
+      kept.push_back(root_memory(x) == input);
+      return y + row;
+    };
+    Tensor x = sample({3, 2}, 30);
+    Tensor eager_x = x.clone();
+    const Tensor expected = f(eager_x);
+    kept.clear();
+    expect_same(functionalize(f, remove)(x), expected);
+    expect_same(x, eager_x);
+    EXPECT_EQ(kept, (std::vector<bool>{true, false}));
+    std::map<std::string, int> counts;
+    {
+      DispatchModeGuard guard(std::make_shared<testing::CountingMode>(counts));
+      kept.clear();
+      functionalize(f, remove)(sample({3, 2}, 30));
+    }
+    EXPECT_EQ(kept, (std::vector<bool>{false, false}));
+    EXPECT_EQ(counts["strata::mul_.Tensor"], 0);
+  }
+}
+
+// Where the old value of a written base is still read (a view taken before the
+// write, a value computed from it, a tensor a grad level saved), functionalize
+// gives eager's values, or, where eager code refuses (grad inside: its saved
+// tensor was written), refuses too.
+TEST(Functionalize, AWriteThroughAViewKeepsWhatOthersReadRight) {
+  const Fn f = [](const Tensor& x) {
+    Tensor y = x.clone();
+    const Tensor middle = y.narrow(0, 1, 2);  // overlaps the first write
+    const Tensor before = y * 1.0;
+    y.narrow(0, 0, 2).mul_(num(3.0));
+    y.narrow(0, 3, 2).add_(middle);
+    return y + before + middle.sum();
+  };
+  for (Remove remove : {Remove::Mutations, Remove::MutationsAndViews}) {
+    expect_functionalize_matches(f, sample({5}, 31), remove);
+  }
+  // y * y saves y before the write: d/dx of sum(y * y) + sum(y written) is 2x + (3, 3, 1, 1).
+  const Fn g = [](const Tensor& x) {
+    Tensor y = x * 1.0;
+    const Tensor square = y * y;
+    y.narrow(0, 0, 2).mul_(num(3.0));
+    return (square + y).sum();
+  };
+  const Tensor x = sample({4}, 32);
+  const Tensor expected = x * 2.0 + tensor({3.0, 3.0, 1.0, 1.0}, {4});
+  expect_same(grad(functionalize(g))(x), expected);
+  // With grad inside, its saved y is written, as in eager code: both refuse.
+  for (const std::function<void()>& run : std::vector<std::function<void()>>{
+           [&] { grad(g)(x); }, [&] { functionalize(grad(g))(x); },
+           [&] { functionalize(grad(g), Remove::MutationsAndViews)(x); }}) {
+    expect_contains(error_message(run),
+                    {"saved for the backward pass", "modified by an in-place op"});
+  }
 }
 
 TEST(Functionalize, MutationsAndViewsReturnsNoAliasOfTheInput) {

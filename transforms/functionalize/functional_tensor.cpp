@@ -7,23 +7,25 @@
 #include "transforms/view_tracking.h"
 
 namespace strata::functionalization {
-bool may_share_elements(const Tensor& t) {
-  if (t.numel() <= 1) return false;
+bool may_share_elements(IntArrayRef sizes, IntArrayRef strides) {
+  if (checked_numel(sizes) <= 1) return false;
   // Dims of size > 1 from the smallest stride up: each must step past every
   // element the smaller ones reach.
   DimVector order;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.sizes()[d] > 1) order.push_back(d);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] > 1) order.push_back(static_cast<int64_t>(d));
   }
   std::sort(order.begin(), order.end(),
-            [&](int64_t a, int64_t b) { return t.strides()[a] < t.strides()[b]; });
+            [&](int64_t a, int64_t b) { return strides[a] < strides[b]; });
   int64_t reach = 0;  // the largest offset the smaller-stride dims reach
   for (int64_t d : order) {
-    if (t.strides()[d] <= reach) return true;
-    reach += (t.sizes()[d] - 1) * t.strides()[d];
+    if (strides[d] <= reach) return true;
+    reach += (sizes[d] - 1) * strides[d];
   }
   return false;
 }
+
+bool may_share_elements(const Tensor& t) { return may_share_elements(t.sizes(), t.strides()); }
 
 namespace {
 std::atomic<uint64_t> next_serial{1};
@@ -74,6 +76,42 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
       root_strides_(base_->value.defined() ? base_->value.strides() : IntArrayRef()),
       root_offset_(base_->value.defined() ? base_->value.storage_offset() : 0) {
   set_value(std::move(value));
+  next_member_ = base_->members;
+  if (next_member_ != nullptr) next_member_->prev_member_ = this;
+  base_->members = this;
+}
+
+FunctionalTensorWrapper::~FunctionalTensorWrapper() {
+  if (prev_member_ != nullptr) {
+    prev_member_->next_member_ = next_member_;
+  } else {
+    base_->members = next_member_;
+  }
+  if (next_member_ != nullptr) {
+    next_member_->prev_member_ = prev_member_;
+  }
+}
+
+// The root's value is held by the base and by the root wrapper (when synced);
+// each view wrapper's value is a tensor of its own over the same memory, held
+// by that wrapper alone. Any other holder raises a count past these.
+bool FunctionalBase::held_only_by_family() const {
+  const TensorImpl* root = value.impl();
+  if (!root->has_storage()) return false;
+  const StorageImpl* memory = root->storage().get();
+  uint32_t root_holders = 1;
+  uint32_t memory_holders = 1;
+  for (const FunctionalTensorWrapper* w = members; w != nullptr; w = w->next_member()) {
+    const TensorImpl* v = w->value().impl();
+    if (v == nullptr) continue;
+    if (v == root) {
+      ++root_holders;
+    } else if (v->has_storage() && v->storage().get() == memory) {
+      if (v->use_count() != 1) return false;
+      ++memory_holders;
+    }
+  }
+  return root->use_count() == root_holders && memory->use_count() == memory_holders;
 }
 
 void FunctionalTensorWrapper::set_value(Tensor value) {

@@ -11,16 +11,31 @@ namespace strata::functionalization {
 
 // Note [Functional tensors]
 // Inside functionalize every tensor of the level is a FunctionalTensorWrapper
-// around a tensor of the level below. Below the level nothing is ever written:
-// an in-place op on a wrapper computes the new value out of place and the
-// wrapper is pointed at it. Views share a FunctionalBase with their root base:
+// around a tensor of the level below. Below the level nothing that anyone but
+// the level can see is ever written: an in-place op on a wrapper computes the
+// new value out of place and the wrapper is pointed at it (or see Note
+// [Writing the root's memory]). Views share a FunctionalBase with their root base:
 // the root's current value and a generation, bumped by every write to the root
 // or to any of its views. A write through a view builds the root's new value
 // (the old one with the view's region replaced) and bumps the generation; every
 // wrapper whose generation is behind is stale and regenerates its value by
 // replaying its view steps on the root's value before it is next read.
+//
+// Note [Writing the root's memory]
+// Building the root's new value out of place copies the whole root for every
+// write through a view. When no one but the root's own wrappers can read the
+// root's old value, the write may instead go in place into the root's memory:
+// every wrapper of the family is stale after the write and regenerates from
+// that memory, so none sees the old value anyway. held_only_by_family() is that
+// test on reference counts: the memory is held by the root's value and the
+// family's values alone (no input the caller holds, no alias made below the
+// level). The interpreter also requires that nothing below the level watches
+// (no transform layer, no dispatch mode): those see or record every op below
+// it, and must see no in-place one.
 
 // What a root and all views of it share.
+class FunctionalTensorWrapper;
+
 struct FunctionalBase {
   // The root's current value, a tensor of the level below.
   Tensor value;
@@ -34,6 +49,13 @@ struct FunctionalBase {
   bool overlapping = false;
   // Bases made later have larger serials (see WriteWatch).
   uint64_t serial = 0;
+  // The live wrappers of the root and its views, linked through their
+  // next_member() (Note [Writing the root's memory]).
+  FunctionalTensorWrapper* members = nullptr;
+
+  // Whether nothing but `value` and the values of `members` holds the memory
+  // of `value` (Note [Writing the root's memory]).
+  bool held_only_by_family() const;
 };
 
 // Note [Watching functionalized writes]
@@ -85,6 +107,9 @@ class FunctionalTensorWrapper final : public TensorImpl {
   // A view of `base` made by `steps` from its root.
   FunctionalTensorWrapper(Tensor value, int64_t level, std::shared_ptr<FunctionalBase> base,
                           std::vector<ViewStep> steps, bool may_overlap);
+  ~FunctionalTensorWrapper() override;
+  FunctionalTensorWrapper(const FunctionalTensorWrapper&) = delete;
+  FunctionalTensorWrapper& operator=(const FunctionalTensorWrapper&) = delete;
 
   // The value as of the last sync (see is_stale).
   const Tensor& value() const { return value_; }
@@ -109,6 +134,13 @@ class FunctionalTensorWrapper final : public TensorImpl {
     return is_stale() ? this : value_.impl()->value_source();
   }
   const StorageImpl* underlying_storage() const override { return base_->storage; }
+  // As a storage's version: bumped by every write to the root or a view of it,
+  // so a grad level above sees that a tensor it saved was written.
+  uint32_t storageless_version() const override {
+    return static_cast<uint32_t>(base_->generation);
+  }
+  // The next wrapper of the same root (FunctionalBase::members).
+  const FunctionalTensorWrapper* next_member() const { return next_member_; }
 
  private:
   Tensor value_;
@@ -119,6 +151,8 @@ class FunctionalTensorWrapper final : public TensorImpl {
   uint64_t generation_;
   DimVector root_strides_;
   int64_t root_offset_;
+  FunctionalTensorWrapper* prev_member_ = nullptr;
+  FunctionalTensorWrapper* next_member_ = nullptr;
 };
 
 // Only functional wrappers carry the Functionalize key, so the test is a bit test.
@@ -143,5 +177,7 @@ Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, V
 // overlapping as_strided tensor); a tensor of at most one element has none.
 // Conservative: a layout it cannot prove free of overlap counts as overlapping.
 bool may_share_elements(const Tensor& t);
+// The same for a layout given by its sizes and strides.
+bool may_share_elements(IntArrayRef sizes, IntArrayRef strides);
 
 }  // namespace strata::functionalization

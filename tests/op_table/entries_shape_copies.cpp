@@ -1,0 +1,143 @@
+// Op-table entries: the _copy forms of the primitive views (select_copy,
+// view_copy, ...) and as_strided_scatter. A _copy form's entry is its view's
+// entry (entries_shape.cpp: the same samples, reference and flags) with the op
+// called by name, boxed; it keeps the view's expected failures but those of
+// functionalize, which are about writes through the view. as_strided_scatter's
+// reference finds each self element's memory location from self's strides and
+// puts src's value where the region's element lands.
+#include <map>
+#include <sstream>
+
+#include "dispatcher/dispatcher.h"
+#include "tests/op_table/op_info.h"
+#include "tests/op_table/reference.h"
+#include "tests/op_table/samples.h"
+#include "tests/op_table/shape_reference.h"
+
+namespace strata::testing {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+// Calls the operator `name` on the first input and the sample's arguments.
+OpFunction boxed_call(OperatorName name) {
+  return [name](const std::vector<Tensor>& in, const Stack& args) {
+    const std::optional<OperatorHandle> op = Dispatcher::singleton().find_schema(name);
+    STRATA_CHECK(op.has_value(), "op table", "no operator ", name.to_string());
+    Stack stack{in[0]};
+    stack.insert(stack.end(), args.begin(), args.end());
+    op->call_boxed(stack);
+    return std::vector<Tensor>{stack[0].to_tensor()};
+  };
+}
+
+OpInfo copy_entry(const OpInfo& view, const std::string& name, const std::string& overload) {
+  OpInfo info = view;
+  info.name = name + (view.name.find('(') == std::string::npos
+                          ? ""
+                          : view.name.substr(view.name.find('(')));
+  info.op = boxed_call({"strata::" + name, overload});
+  std::erase_if(info.expected_failures,
+                [](const ExpectedFailure& f) { return f.check == Check::Functionalize; });
+  return info;
+}
+
+// Memory location of each element of a strided layout, row-major.
+Ints locations(const Ints& sizes, const Ints& strides, int64_t offset) {
+  Ints out;
+  for_each_index(sizes, [&](const Index& i) {
+    int64_t at = offset;
+    for (size_t d = 0; d < sizes.size(); ++d) at += i[d] * strides[d];
+    out.push_back(at);
+  });
+  return out;
+}
+
+Tensor as_strided_scatter_reference(const Tensor& self, const Tensor& src, const Stack& a) {
+  const Ints size = int_list_arg(a, 0);
+  const Ints stride = int_list_arg(a, 1);
+  const int64_t offset = optional_int_arg(a, 2).value_or(self.storage_offset());
+  HostArray out = HostArray::of(self);
+  const HostArray values = HostArray::of(src);
+  const Ints own = locations(self.sizes().vec(), self.strides().vec(), self.storage_offset());
+  const Ints region = locations(size, stride, offset);
+  std::map<int64_t, size_t> element_at;
+  for (size_t j = 0; j < own.size(); ++j) element_at[own[j]] = j;
+  for (size_t k = 0; k < region.size(); ++k) {
+    auto it = element_at.find(region[k]);
+    if (it != element_at.end()) out.values[it->second] = values.values[k];
+  }
+  return from_values(out.values, out.sizes, self.dtype());
+}
+
+struct ScatterCase {
+  Ints self_sizes, src_sizes;
+  Stack args;
+};
+
+OpInfo as_strided_scatter_entry(std::string name, std::vector<ScatterCase> cases) {
+  OpInfo info;
+  info.name = std::move(name);
+  info.dtypes = all_dtypes();
+  info.samples = [cases = std::move(cases)](ScalarType dtype) {
+    std::vector<Sample> samples;
+    for (const ScatterCase& c : cases) {
+      std::ostringstream what;
+      what << "self " << shape_string(c.self_sizes) << " src " << shape_string(c.src_sizes)
+           << " args";
+      for (const IValue& arg : c.args) what << ' ' << arg;
+      samples.push_back({what.str(),
+                         {make_tensor(c.self_sizes, dtype),
+                          make_tensor(c.src_sizes, dtype, -2.0, 2.0, 7)},
+                         c.args});
+    }
+    return samples;
+  };
+  // No batching rule: the loop fallback (each sample's region addressed from its layout).
+  info.batching_rule = false;
+  info.op = [](const std::vector<Tensor>& in, const Stack& a) {
+    return std::vector<Tensor>{as_strided_scatter(in[0], in[1], int_list_arg(a, 0),
+                                                  int_list_arg(a, 1), optional_int_arg(a, 2))};
+  };
+  info.reference = [](const std::vector<Tensor>& in, const Stack& a) {
+    return std::vector<Tensor>{as_strided_scatter_reference(in[0], in[1], a)};
+  };
+  return info;
+}
+
+Stack args_of(std::initializer_list<IValue> values) { return Stack(values); }
+
+}  // namespace
+
+STRATA_OP_INFOS(shape_copies) {
+  // The view entries whose op has a _copy form, and that form's name and overload.
+  const std::map<std::string, std::pair<std::string, std::string>> copies{
+      {"view", {"view_copy", ""}},
+      {"permute", {"permute_copy", ""}},
+      {"transpose", {"transpose_copy", "int"}},
+      {"unsqueeze", {"unsqueeze_copy", ""}},
+      {"stop_gradient", {"stop_gradient_copy", ""}},
+      {"squeeze", {"squeeze_copy", ""}},
+      {"squeeze(dim)", {"squeeze_copy", "dim"}},
+      {"expand", {"expand_copy", ""}},
+      {"diagonal", {"diagonal_copy", ""}},
+      {"as_strided", {"as_strided_copy", ""}},
+      {"select", {"select_copy", "int"}},
+      {"slice", {"slice_copy", "Tensor"}},
+  };
+  std::vector<OpInfo> infos;
+  for (const OpInfo& view : view_op_entries()) {
+    auto it = copies.find(view.name);
+    if (it != copies.end()) infos.push_back(copy_entry(view, it->second.first, it->second.second));
+  }
+  infos.push_back(as_strided_scatter_entry(
+      "as_strided_scatter",
+      {{{12}, {4, 3}, args_of({Ints{4, 3}, Ints{1, 4}, std::nullopt})},
+       {{3, 4}, {3}, args_of({Ints{3}, Ints{5}, std::nullopt})},
+       {{3, 4}, {2, 2}, args_of({Ints{2, 2}, Ints{1, 4}, std::nullopt})},
+       {{}, {}, args_of({Ints{}, Ints{}, std::nullopt})},
+       {{2, 3}, {0, 2}, args_of({Ints{0, 2}, Ints{1, 1}, std::nullopt})}}));
+  return infos;
+}
+
+}  // namespace strata::testing
