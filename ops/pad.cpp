@@ -1,6 +1,7 @@
 // nn::pad in constant mode: the op constant_pad_nd. The pad list is PyTorch's:
 // (before, after) pairs from the last dim backwards; a negative amount crops.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +34,15 @@ DimVector padded_sizes(const Tensor& self, IntArrayRef pad) {
   DimVector sizes(self.sizes());
   for (int64_t k = 0; k < pairs; ++k) {
     const size_t d = static_cast<size_t>(self.dim() - 1 - k);
-    const int64_t size = sizes[d] + pad[static_cast<size_t>(2 * k)] +
-                         pad[static_cast<size_t>(2 * k + 1)];
+    const int64_t before = pad[static_cast<size_t>(2 * k)],
+                  after = pad[static_cast<size_t>(2 * k + 1)];
+    // Amounts whose negation (the crop, the gradient's pad) or sum overflow are refused.
+    int64_t size = 0;
+    const bool overflows = before == INT64_MIN || after == INT64_MIN ||
+                           __builtin_add_overflow(sizes[d], before, &size) ||
+                           __builtin_add_overflow(size, after, &size);
+    STRATA_CHECK(!overflows, kPad, "the pad list ", list_string(pad), " pads dim ", d,
+                 " of the input of shape ", shape_string(self.sizes()), " past the int64 range");
     STRATA_CHECK(size >= 0, kPad, "the pad list ", list_string(pad), " crops dim ", d,
                  " of the input of shape ", shape_string(self.sizes()),
                  " to a negative size ", size);

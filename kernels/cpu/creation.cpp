@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
@@ -32,6 +33,14 @@ void arange_kernel(const Tensor& out, const Scalar& start, const Scalar& step) {
     }
     // Each value from its index, never by accumulation: no drift along the range.
     const double first = start.to_double(), by = step.to_double();
+    if constexpr (std::is_integral_v<scalar_t> && !std::is_same_v<scalar_t, bool>) {
+      // The values lie between the first and the last: both in range keep the casts defined.
+      const double last = first + static_cast<double>(out.numel() - 1) * by;
+      const auto fits = [](double v) { return v >= -0x1p63 && v < 0x1p63; };
+      STRATA_CHECK(out.numel() == 0 || (fits(first) && fits(last)), "strata::arange",
+                   "the range from ", first, " by ", by, " has values out of range for a ",
+                   out.dtype(), " result");
+    }
     fill_by_index<scalar_t>(out, [first, by](int64_t i) {
       return static_cast<scalar_t>(first + static_cast<double>(i) * by);
     });
