@@ -1,6 +1,7 @@
 #include "kernels/cpu/creation.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -27,7 +28,12 @@ void arange_kernel(const Tensor& out, const Scalar& start, const Scalar& step) {
     if constexpr (std::is_same_v<scalar_t, int64_t>) {
       if (!start.is_floating_point() && !step.is_floating_point()) {
         const int64_t first = start.to_int(), by = step.to_int();
-        fill_by_index<int64_t>(out, [first, by](int64_t i) { return first + i * by; });
+        // Every value lies between start and end, but i * by alone can pass int64
+        // (start INT64_MIN, step 2^62): computed unsigned, where it wraps back.
+        fill_by_index<int64_t>(out, [first, by](int64_t i) {
+          return static_cast<int64_t>(static_cast<uint64_t>(first) +
+                                      static_cast<uint64_t>(i) * static_cast<uint64_t>(by));
+        });
         return;
       }
     }

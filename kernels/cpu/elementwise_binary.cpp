@@ -12,8 +12,9 @@
 namespace strata::cpu {
 namespace {
 
-// Int64 +, - and * wrap around (two's complement), as PyTorch's do in practice:
-// computed unsigned, since signed overflow is undefined behaviour.
+// Int64 +, - and * (also inside addcmul and mul_add) wrap around (two's
+// complement), as PyTorch's do in practice: computed unsigned, since signed
+// overflow is undefined behaviour.
 template <class T>
 constexpr bool kWraps = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 template <class T>
@@ -254,7 +255,9 @@ void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, cons
   dispatch_numeric(out.dtype(), "strata::addcmul", [&](auto tag) {
     using T = decltype(tag);
     const T v = scalar_as<T>(value, "strata::addcmul");
-    run_fused<T, 3>(out, {&self, &a, &b}, [v](T x, T y, T z) { return x + v * y * z; });
+    run_fused<T, 3>(out, {&self, &a, &b}, [v](T x, T y, T z) {
+      return wrapping_add(x, wrapping_mul(wrapping_mul(v, y), z));
+    });
   });
 }
 
@@ -263,7 +266,9 @@ void mul_add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const T
   check_fused_dtypes("strata::mul_add", out, {&a, &b, &c, &d});
   dispatch_numeric(out.dtype(), "strata::mul_add", [&](auto tag) {
     using T = decltype(tag);
-    run_fused<T, 4>(out, {&a, &b, &c, &d}, [](T w, T x, T y, T z) { return w * x + y * z; });
+    run_fused<T, 4>(out, {&a, &b, &c, &d}, [](T w, T x, T y, T z) {
+      return wrapping_add(wrapping_mul(w, x), wrapping_mul(y, z));
+    });
   });
 }
 

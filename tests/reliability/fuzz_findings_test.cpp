@@ -180,27 +180,59 @@ TEST_F(FuzzFindings, CopyOfNanOrInfIntoIntegers) {
             (std::vector<int64_t>{2, -2, std::numeric_limits<int64_t>::min()}));
 }
 
-// fuzz_boxed_call: a Float64 scalar of -inf taken as an Int64 (constant_pad_nd's
-// fill value for an Int64 tensor) was an undefined cast. The kernels taking a
-// scalar for an integer tensor (fill, masked_fill; add/sub alpha, addcmul and
-// index_add, whose ops already refuse a floating scalar there) refuse one
-// without an integer equivalent.
+// fuzz_boxed_call: constant_pad_nd's fill value -inf for an Int64 tensor was cast
+// to an integer (undefined behaviour): the op fills with the kernel directly,
+// past fill_'s check. The kernels taking a scalar for an integer tensor (fill,
+// masked_fill, add/sub alpha, addcmul, index_add) refuse one without an integer
+// equivalent; a finite value truncates.
 TEST_F(FuzzFindings, ScalarWithoutAnIntegerEquivalent) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  expect_contains(error_message([&] { (void)full({2}, inf, kInt64); }),
-                  {"strata::fill_", "the value inf has no Int64 equivalent"});
   expect_contains(error_message([&] {
                     (void)nn::pad(zeros({1, 2, 0}, kInt64), {1, 1}, "constant", -inf);
                   }),
-                  {"the value -inf has no Int64 equivalent"});
+                  {"strata::fill_", "the value -inf has no Int64 equivalent"});
+  expect_contains(error_message([&] {
+                    (void)nn::pad(zeros({1}, kInt64), {1, 0}, "constant", nan);
+                  }),
+                  {"the value nan has no Int64 equivalent"});
+  EXPECT_EQ(nn::pad(zeros({1}, kInt64), {1, 0}, "constant", -2.5).to_vector<int64_t>(),
+            (std::vector<int64_t>{-2, 0}));
+  // The ops' own checks, which the kernels' back up.
+  expect_contains(error_message([&] { (void)full({2}, inf, kInt64); }),
+                  {"strata::fill_", "floating-point value inf"});
   const Tensor n = arange(3);
   expect_contains(error_message([&] { (void)n.masked_fill(n > 0, nan); }),
-                  {"strata::masked_fill", "Int64 equivalent"});
-  EXPECT_EQ(full({2}, 3.5, kInt64).to_vector<int64_t>(), (std::vector<int64_t>{3, 3}));
-  EXPECT_EQ(full({1}, -0x1p63, kInt64).to_vector<int64_t>(),
-            (std::vector<int64_t>{std::numeric_limits<int64_t>::min()}));
-  EXPECT_EQ(n.masked_fill(n > 0, 7.0).to_vector<int64_t>(), (std::vector<int64_t>{0, 7, 7}));
+                  {"strata::masked_fill", "floating-point value nan"});
+}
+
+// fuzz_boxed_call: Int64 addmm with alpha INT64_MIN overflowed in Eigen's product
+// (signed overflow). Int64 products wrap around as Int64 mul does.
+TEST_F(FuzzFindings, Int64AddmmWraps) {
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  const Tensor m = tensor(std::vector<int64_t>{1, 2, 3, 4}, {2, 2});
+  // m @ m = [[7, 10], [15, 22]]; INT64_MIN * even = 0, INT64_MIN * odd = INT64_MIN.
+  EXPECT_EQ(addmm(m, m, m.t().t(), 4, min).to_vector<int64_t>(),
+            (std::vector<int64_t>{4 + min, 8, 12 + min, 16}));
+  EXPECT_EQ(addmm(m, m, m, 2, 3).to_vector<int64_t>(), (std::vector<int64_t>{23, 34, 51, 74}));
+  EXPECT_EQ(m.matmul(m).to_vector<int64_t>(), (std::vector<int64_t>{7, 10, 15, 22}));
+}
+
+// fuzz_boxed_call: Int64 addcmul with value INT64_MAX overflowed (signed
+// overflow); it wraps around as mul and add do, and so does mul_add.
+// Likewise arange from INT64_MIN by 2^62, whose i * step passes int64 though
+// every value is in range.
+TEST_F(FuzzFindings, Int64FusedArithmeticAndArangeWrap) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  const Tensor x = tensor(std::vector<int64_t>{1, 2}, {2});
+  const Tensor y = tensor(std::vector<int64_t>{-4, 3}, {2});
+  // Modulo 2^64: 1 + 16 max = 1 - 16, and 2 + 9 max = 2 + 2^63 - 9 = max - 6.
+  EXPECT_EQ(addcmul(x, y, y, max).to_vector<int64_t>(), (std::vector<int64_t>{-15, max - 6}));
+  EXPECT_EQ(addcmul(x, y, y, 2).to_vector<int64_t>(), (std::vector<int64_t>{33, 20}));
+  const int64_t big = int64_t{1} << 62;
+  EXPECT_EQ(arange(min, max, big).to_vector<int64_t>(),
+            (std::vector<int64_t>{min, -big, 0, big}));
 }
 
 // Int64 index_add with a huge alpha overflowed (signed overflow); it wraps
