@@ -9,12 +9,14 @@
 // functions count them when the mask has data and otherwise (fake mode) throw,
 // and the batching rules accept only a mask that is the same for every sample.
 #include <algorithm>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/advanced_indexing.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/indexing.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/index_put_internal.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -35,6 +37,7 @@ using index_put_detail::Indexing;
 using index_put_detail::Indices;
 using index_put_detail::index_with;
 using index_put_detail::offsets_of;
+using index_put_detail::offsets_on;
 using index_put_detail::plan_indexing;
 using index_put_detail::product;
 using index_put_detail::true_positions;
@@ -48,7 +51,7 @@ constexpr char kIndexPut[] = "strata::index_put";
 constexpr char kIndexPutInplace[] = "strata::index_put_";
 constexpr char kMaskedSelect[] = "strata::masked_select";
 
-Tensor index_cpu(const Tensor& self, const Indices& indices) {
+Tensor index_any(const Tensor& self, const Indices& indices) {
   return index_with(self, plan_indexing(self, indices, kIndex), kIndex);
 }
 
@@ -69,26 +72,38 @@ void put_into(const Tensor& target, const Tensor& self, const Indices& indices,
   }
   STRATA_CHECK(fits, op, "values of shape ", shape_string(values.sizes()),
                " cannot be broadcast to the indexed shape ", shape_string(sizes));
-  const std::vector<int64_t> offsets = offsets_of(plan, self, op);
-  cpu::put_blocks(target, contiguous_copy(values, sizes, self.dtype(), op), offsets,
-                  product(plan.block), accumulate);
+  std::vector<int64_t> offsets = offsets_of(plan, self, op);
+  const Tensor dense_values = contiguous_copy(values, sizes, self.dtype(), op);
+  if (!target.device().is_cuda()) {
+    return cpu::put_blocks(target, dense_values, offsets, product(plan.block), accumulate);
+  }
+  // The GPU writes blocks in parallel: of several writes to one block only the
+  // last (the CPU's survivor) stays, the others marked -1 (skipped).
+  if (!accumulate) {
+    std::unordered_set<int64_t> written;
+    for (size_t p = offsets.size(); p-- > 0;) {
+      if (!written.insert(offsets[p]).second) offsets[p] = -1;
+    }
+  }
+  gpu::put_blocks_kernel(target, dense_values, offsets_on(offsets, target.device(), op),
+                         product(plan.block), accumulate);
 }
 
-Tensor index_put_cpu(const Tensor& self, const Indices& indices, const Tensor& values,
+Tensor index_put_any(const Tensor& self, const Indices& indices, const Tensor& values,
                      bool accumulate) {
   Tensor out = make_empty_tensor(self.sizes(), self.dtype(), self.device(), kIndexPut);
-  cpu::copy_kernel(out, self);
+  on_device::copy_kernel(out, self);
   put_into(out, self, indices, values, accumulate, kIndexPut);
   return out;
 }
 
-const Tensor& index_put__cpu(const Tensor& self, const Indices& indices, const Tensor& values,
+const Tensor& index_put__any(const Tensor& self, const Indices& indices, const Tensor& values,
                              bool accumulate) {
   check_no_internal_overlap(self, kIndexPutInplace);
   check_no_overlap(self, values, kIndexPutInplace);
   const Tensor target = contiguous_copy(self, self.sizes(), self.dtype(), kIndexPutInplace);
   put_into(target, self, indices, values, accumulate, kIndexPutInplace);
-  if (target.impl() != self.impl()) cpu::copy_kernel(self, target);
+  if (target.impl() != self.impl()) on_device::copy_kernel(self, target);
   self.impl()->bump_version();
   return self;
 }
@@ -99,7 +114,7 @@ DimVector masked_select_sizes(IntArrayRef self_sizes, const Tensor& mask) {
   return DimVector(broadcast_shapes(self_sizes, mask.sizes(), kMaskedSelect));
 }
 
-Tensor masked_select_cpu(const Tensor& self, const Tensor& mask) {
+Tensor masked_select_any(const Tensor& self, const Tensor& mask) {
   const DimVector sizes = masked_select_sizes(self.sizes(), mask);
   const Tensor data = broadcast_view(self, sizes);
   const Tensor all = contiguous_copy(mask, sizes, kBool, kMaskedSelect);
@@ -336,7 +351,8 @@ KernelFunction index_put_derivative() {
 
 const OpFamily kIndexPutOps("index_put", {
     {.schema = "index.Tensor(Tensor self, Tensor[] indices) -> Tensor",
-     .cpu = &index_cpu,
+     .cpu = &index_any,
+     .cuda = &index_any,
      .derivative = derivative({.backward = &index_backward,
                                .forward = &index_forward,
                                .saved_inputs = args(1)}),
@@ -345,20 +361,23 @@ const OpFamily kIndexPutOps("index_put", {
      .flops = &flops::zero},
     {.schema = "index_put(Tensor self, Tensor[] indices, Tensor values, bool accumulate=False) "
                "-> Tensor",
-     .cpu = &index_put_cpu,
+     .cpu = &index_put_any,
+     .cuda = &index_put_any,
      .derivative = index_put_derivative(),
      .batching = &index_put_batched,
      .shape = &index_put_shape,
      .flops = &index_put_flops},
     {.schema = "index_put_(Tensor(a!) self, Tensor[] indices, Tensor values, "
                "bool accumulate=False) -> Tensor(a!)",
-     .cpu = &index_put__cpu,
+     .cpu = &index_put__any,
+     .cuda = &index_put__any,
      .derivative = index_put_derivative(),
      .batching = &index_put__batched,
      .shape = &index_put_shape,
      .flops = &index_put_flops},
     {.schema = "masked_select(Tensor self, Tensor mask) -> Tensor",
-     .cpu = &masked_select_cpu,
+     .cpu = &masked_select_any,
+     .cuda = &masked_select_any,
      .derivative = derivative({.backward = &masked_select_backward,
                                .forward = &masked_select_forward,
                                .saved_inputs = args(1)}),

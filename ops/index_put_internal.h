@@ -22,6 +22,11 @@ Tensor broadcast_view(const Tensor& t, IntArrayRef sizes);
 // A contiguous copy of t broadcast to `sizes`, in `dtype` (t itself when it is one).
 Tensor contiguous_copy(const Tensor& t, IntArrayRef sizes, ScalarType dtype, const char* op);
 
+// t's values on the host: t itself on the CPU, else a copy (which waits for the
+// device). The plan reads index values there.
+Tensor on_host(const Tensor& t, const char* op);
+// Block offsets as an Int64 tensor on `device`.
+Tensor offsets_on(const std::vector<int64_t>& offsets, Device device, const char* op);
 // The Int64 indices of the true elements of a Bool mask, one tensor per dim of
 // the mask. Reads the mask's values, through a grad level's wrapper if need be;
 // throws, naming `op`, for a tensor without values (fake mode): the number of

@@ -3,7 +3,8 @@
 #include <utility>
 
 #include "kernels/cpu/advanced_indexing.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/indexing.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/index_put_internal.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
@@ -48,7 +49,23 @@ Tensor broadcast_view(const Tensor& t, IntArrayRef sizes) {
 Tensor contiguous_copy(const Tensor& t, IntArrayRef sizes, ScalarType dtype, const char* op) {
   if (t.dtype() == dtype && t.is_contiguous() && t.sizes() == sizes) return t;
   Tensor out = make_empty_tensor(sizes, dtype, t.device(), op);
-  cpu::copy_kernel(out, broadcast_view(t, sizes));
+  on_device::copy_kernel(out, broadcast_view(t, sizes));
+  return out;
+}
+
+Tensor on_host(const Tensor& t, const char* op) {
+  if (t.device().is_cpu()) return t;
+  Tensor out = make_empty_tensor(t.sizes(), t.dtype(), kCPU, op);
+  on_device::copy_kernel(out, t);
+  return out;
+}
+
+Tensor offsets_on(const std::vector<int64_t>& offsets, Device device, const char* op) {
+  Tensor host = make_empty_tensor({static_cast<int64_t>(offsets.size())}, kInt64, kCPU, op);
+  std::copy(offsets.begin(), offsets.end(), host.data_ptr<int64_t>());
+  if (device.is_cpu()) return host;
+  Tensor out = make_empty_tensor(host.sizes(), kInt64, device, op);
+  on_device::copy_kernel(out, host);
   return out;
 }
 
@@ -62,12 +79,12 @@ Indices true_positions(const Tensor& mask, const char* op) {
                "data-dependent");
   const Tensor readable(make_intrusive<TensorImpl>(source->storage(), kBool, source->sizes(),
                                                    source->strides(), source->storage_offset()));
-  const Tensor values = contiguous_copy(readable, mask.sizes(), kBool, op);
+  const Tensor values = on_host(contiguous_copy(readable, mask.sizes(), kBool, op), op);
   const bool* data = values.data_ptr<bool>();
   const int64_t count = std::count(data, data + values.numel(), true);
   Indices out;
   for (int64_t d = 0; d < std::max<int64_t>(mask.dim(), 1); ++d) {
-    out.push_back(make_empty_tensor({count}, kInt64, mask.device(), op));
+    out.push_back(make_empty_tensor({count}, kInt64, kCPU, op));
   }
   int64_t next = 0;
   for (int64_t flat = 0; flat < values.numel(); ++flat) {
@@ -79,6 +96,12 @@ Indices true_positions(const Tensor& mask, const char* op) {
     }
     if (mask.dim() == 0) out[0].data_ptr<int64_t>()[next] = 0;
     ++next;
+  }
+  if (mask.device().is_cpu()) return out;
+  for (Tensor& positions : out) {
+    Tensor moved = make_empty_tensor(positions.sizes(), kInt64, mask.device(), op);
+    on_device::copy_kernel(moved, positions);
+    positions = moved;
   }
   return out;
 }
@@ -135,7 +158,7 @@ Indexing plan_indexing(const Tensor& self, const Indices& indices, const char* o
 std::vector<int64_t> offsets_of(const Indexing& plan, const Tensor& self, const char* op) {
   Indices dense;
   for (const Tensor& index : plan.indices) {
-    dense.push_back(contiguous_copy(index, plan.positions, kInt64, op));
+    dense.push_back(on_host(contiguous_copy(index, plan.positions, kInt64, op), op));
   }
   // A 0-dim self is indexed as one element along dim 0.
   const DimVector sizes = self.dim() == 0 ? DimVector{1} : DimVector(self.sizes());
@@ -145,8 +168,12 @@ std::vector<int64_t> offsets_of(const Indexing& plan, const Tensor& self, const 
 Tensor index_with(const Tensor& self, const Indexing& plan, const char* op) {
   Tensor out = make_empty_tensor(plan.result_sizes(), self.dtype(), self.device(), op);
   const std::vector<int64_t> offsets = offsets_of(plan, self, op);
-  cpu::take_blocks(out, contiguous_copy(self, self.sizes(), self.dtype(), op), offsets,
-                   product(plan.block));
+  const Tensor src = contiguous_copy(self, self.sizes(), self.dtype(), op);
+  if (self.device().is_cuda()) {
+    gpu::take_blocks_kernel(out, src, offsets_on(offsets, self.device(), op), product(plan.block));
+  } else {
+    cpu::take_blocks(out, src, offsets, product(plan.block));
+  }
   return out;
 }
 

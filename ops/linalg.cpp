@@ -174,6 +174,20 @@ Tensor dot_cpu(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// On the GPU: the [1, n] @ [n, 1] product (cuBLAS for floating types), written
+// through a [1, 1] view of the 0-dim result; empty vectors give 0.
+Tensor dot_cuda(const Tensor& a, const Tensor& b) {
+  const TensorMeta result = dot_result(a, b);
+  Tensor out = make_empty_tensor(result.sizes, result.dtype, a.device(), "strata::dot");
+  if (a.numel() == 0) {
+    on_device::fill_kernel(out, 0);
+    return out;
+  }
+  gpu::mm_kernel(unsqueeze_view(unsqueeze_view(out, 0), 1), unsqueeze_view(a, 0),
+                 unsqueeze_view(b, 1), 0, 1);
+  return out;
+}
+
 Tensor outer_composite(const Tensor& a, const Tensor& b) {
   check_ranks("strata::outer", a, b, 1);
   check_product_dtypes("strata::outer", {&a, &b});
@@ -459,6 +473,7 @@ const OpFamily kLinalgOps("linalg", {
      .flops = &addmm_flops},
     {.schema = "dot(Tensor self, Tensor tensor) -> Tensor",
      .cpu = &dot_cpu,
+     .cuda = &dot_cuda,
      .derivative = derivative({.backward = &dot_backward,
                                .forward = &product_forward<&dot>,
                                .saved_inputs = args(0, 1)}),

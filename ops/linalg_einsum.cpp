@@ -19,6 +19,7 @@
 
 #include "dispatcher/op_def.h"
 #include "kernels/cpu/linalg.h"
+#include "kernels/cuda/linalg.h"
 #include "ops/linalg_views.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -208,7 +209,11 @@ std::string loop_letters(const Equation& eq) {
   return letters;
 }
 
-Tensor einsum_loop_cpu(std::string_view equation, ArrayRef<Tensor> operands) {
+using EinsumKernel = void (*)(const Tensor&, ArrayRef<Tensor>, const cpu::EinsumLoop&);
+
+// One instance per backend's kernel (cpu:: or gpu::).
+template <EinsumKernel kKernel>
+Tensor einsum_loop_on(std::string_view equation, ArrayRef<Tensor> operands) {
   const Equation eq = parse(equation, operands);
   const std::string letters = loop_letters(eq);
   cpu::EinsumLoop loop;
@@ -223,7 +228,7 @@ Tensor einsum_loop_cpu(std::string_view equation, ArrayRef<Tensor> operands) {
   }
   const TensorMeta result = eq.result();
   Tensor out = make_empty_tensor(result.sizes, result.dtype, operands[0].device(), kOp);
-  cpu::einsum_loop_kernel(out, operands, loop);
+  kKernel(out, operands, loop);
   return out;
 }
 
@@ -361,7 +366,8 @@ const OpFamily kEinsumOps("linalg_einsum", {
      .decomposition = &einsum_composite,
      .batching = &einsum_batched<&einsum>},
     {.schema = "_einsum_loop(str equation, Tensor[] tensors) -> Tensor",
-     .cpu = &einsum_loop_cpu,
+     .cpu = &einsum_loop_on<&cpu::einsum_loop_kernel>,
+     .cuda = &einsum_loop_on<&gpu::einsum_loop_kernel>,
      .derivative = derivative({.backward = &einsum_loop_backward,
                                .forward = &einsum_loop_forward,
                                .saved_inputs = args(1)}),

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "dispatcher/op_def.h"
-#include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -57,10 +57,11 @@ Tensor window(const Tensor& t, const DimVector& sizes, int64_t offset) {
                                            offset));
 }
 
-Tensor constant_pad_nd_cpu(const Tensor& self, IntArrayRef pad, const Scalar& value) {
+// One function for both backends: a fill and a copy, each on out's device.
+Tensor constant_pad_nd_any(const Tensor& self, IntArrayRef pad, const Scalar& value) {
   const DimVector sizes = padded_sizes(self, pad);
   Tensor out = make_empty_tensor(sizes, self.dtype(), self.device(), kPad);
-  cpu::fill_kernel(out, value);
+  on_device::fill_kernel(out, value);
   // The part of self that stays: per padded dim, a negative pad skips elements of
   // self and a positive one starts later in out.
   DimVector kept(self.sizes());
@@ -76,7 +77,8 @@ Tensor constant_pad_nd_cpu(const Tensor& self, IntArrayRef pad, const Scalar& va
     in_offset += std::max<int64_t>(0, -before) * self.strides()[d];
     out_offset += std::max<int64_t>(0, before) * out.strides()[d];
   }
-  if (self.numel() > 0) cpu::copy_kernel(window(out, kept, out_offset), window(self, kept, in_offset));
+  if (self.numel() > 0) on_device::copy_kernel(window(out, kept, out_offset),
+                                             window(self, kept, in_offset));
   return out;
 }
 
@@ -123,7 +125,8 @@ MetaList pad_shape(OpArgs args) {
 
 const OpFamily kPadOps("pad", {
     {.schema = "constant_pad_nd(Tensor self, int[] pad, Scalar value=0) -> Tensor",
-     .cpu = &constant_pad_nd_cpu,
+     .cpu = &constant_pad_nd_any,
+     .cuda = &constant_pad_nd_any,
      .derivative = autograd::derivative({.backward = &pad_backward, .forward = &pad_forward}),
      .batching = &pad_batched,
      .shape = &pad_shape,

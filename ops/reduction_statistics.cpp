@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "dispatcher/op_def.h"
+#include "kernels/cuda/reduction.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "ops/reduction_common.h"
@@ -23,8 +24,14 @@ Reduction plan_logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
   return plan_reduction(self, dim, keepdim, self.dtype(), kLogsumexp);
 }
 
-Tensor logsumexp_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
-  return reduce(self, plan_logsumexp(self, dim, keepdim), kLogsumexp, &cpu::logsumexp_kernel);
+// The row's kernels, one instance per backend's kernel (cpu:: or gpu::).
+using StatisticKernel = void (*)(const Tensor&, const Tensor&, DimMask);
+using VarKernel = void (*)(const Tensor&, const Tensor&, DimMask, int64_t, bool);
+using NormKernel = void (*)(const Tensor&, const Tensor&, DimMask, cpu::NormOrder);
+
+template <StatisticKernel kKernel>
+Tensor logsumexp_on(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  return reduce(self, plan_logsumexp(self, dim, keepdim), kLogsumexp, kKernel);
 }
 
 template <bool kSqrt>
@@ -35,11 +42,11 @@ Reduction plan_var(const Tensor& self, IntArrayRef dim, int64_t correction, bool
   return plan_reduction(self, dim, keepdim, self.dtype(), op);
 }
 
-template <bool kSqrt>
-Tensor var_cpu(const Tensor& self, IntArrayRef dim, int64_t correction, bool keepdim) {
+template <VarKernel kKernel, bool kSqrt>
+Tensor var_on(const Tensor& self, IntArrayRef dim, int64_t correction, bool keepdim) {
   return reduce(self, plan_var<kSqrt>(self, dim, correction, keepdim), kSqrt ? kStd : kVar,
                 [&](const Tensor& out, const Tensor& in, DimMask m) {
-                  cpu::var_kernel(out, in, m, correction, kSqrt);
+                  kKernel(out, in, m, correction, kSqrt);
                 });
 }
 
@@ -60,11 +67,12 @@ Reduction plan_norm(const Tensor& self, const Scalar& p, IntArrayRef dim, bool k
   return r;
 }
 
-Tensor norm_cpu(const Tensor& self, const Scalar& p, IntArrayRef dim, bool keepdim) {
+template <NormKernel kKernel>
+Tensor norm_on(const Tensor& self, const Scalar& p, IntArrayRef dim, bool keepdim) {
   const Reduction r = plan_norm(self, p, dim, keepdim);
   return reduce(self, r, kNorm,
                 [order = norm_order(p)](const Tensor& out, const Tensor& in, DimMask m) {
-                  cpu::norm_kernel(out, in, m, order);
+                  kKernel(out, in, m, order);
                 });
 }
 
@@ -136,27 +144,31 @@ constexpr FlopFn kNormFlops = &per_input_element<2>;
 
 const OpFamily kStatisticsOps("reduction_statistics", {
     {.schema = "logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor",
-     .cpu = &logsumexp_cpu,
+     .cpu = &logsumexp_on<&cpu::logsumexp_kernel>,
+     .cuda = &logsumexp_on<&gpu::logsumexp_kernel>,
      .derivative = reduction_derivative<Logsumexp>(kSelf, kResult),
      .batching = kRule<&Tensor::logsumexp, kLogsumexp>,
      .shape = &planned_shape<&plan_logsumexp>,
      .flops = kLogsumexpFlops},
     {.schema = "var.correction(Tensor self, int[] dim=[], int correction=1, bool keepdim=False)"
                " -> Tensor",
-     .cpu = &var_cpu<false>,
+     .cpu = &var_on<&cpu::var_kernel, false>,
+     .cuda = &var_on<&gpu::var_kernel, false>,
      .derivative = reduction_derivative<Var<false>>(kSelf, 0),
      .batching = kRule<&Tensor::var, kVar, 0, 2>,
      .shape = &planned_shape<&plan_var<false>>,
      .flops = kVarFlops},
     {.schema = "std.correction(Tensor self, int[] dim=[], int correction=1, bool keepdim=False)"
                " -> Tensor",
-     .cpu = &var_cpu<true>,
+     .cpu = &var_on<&cpu::var_kernel, true>,
+     .cuda = &var_on<&gpu::var_kernel, true>,
      .derivative = reduction_derivative<Var<true>>(kSelf, kResult),
      .batching = kRule<&Tensor::std, kStd, 0, 2>,
      .shape = &planned_shape<&plan_var<true>>,
      .flops = kVarFlops},
     {.schema = "norm(Tensor self, Scalar p=2, int[] dim=[], bool keepdim=False) -> Tensor",
-     .cpu = &norm_cpu,
+     .cpu = &norm_on<&cpu::norm_kernel>,
+     .cuda = &norm_on<&gpu::norm_kernel>,
      .derivative = reduction_derivative<Norm>(kSelf, kResult),
      .batching = kRule<&Tensor::norm, kNorm, 1, 2>,
      .shape = &planned_shape<&plan_norm>,

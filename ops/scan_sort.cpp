@@ -7,7 +7,8 @@
 #include <utility>
 
 #include "dispatcher/op_def.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/scan_sort.h"
+#include "ops/elementwise_kernels.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
@@ -50,23 +51,29 @@ ScalarType cumsum_dtype(const Tensor& self) {
 Tensor contiguous_as(const Tensor& t, ScalarType dtype, const char* op) {
   if (t.dtype() == dtype && t.is_contiguous()) return t;
   Tensor out = make_empty_tensor(t.sizes(), dtype, t.device(), op);
-  cpu::copy_kernel(out, t);
+  on_device::copy_kernel(out, t);
   return out;
 }
 
-Tensor cumsum_cpu(const Tensor& self, int64_t dim) {
+using CumsumKernel = void (*)(const Tensor&, const Tensor&, cpu::Lanes);
+using SortKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, cpu::Lanes, bool);
+
+// One instance per backend's kernel (cpu:: or gpu::).
+template <CumsumKernel kKernel>
+Tensor cumsum_on(const Tensor& self, int64_t dim) {
   const cpu::Lanes lanes = lanes_of(self, dim, kCumsum);
   const ScalarType dtype = cumsum_dtype(self);
   Tensor out = make_empty_tensor(self.sizes(), dtype, self.device(), kCumsum);
-  cpu::cumsum_kernel(out, contiguous_as(self, dtype, kCumsum), lanes);
+  kKernel(out, contiguous_as(self, dtype, kCumsum), lanes);
   return out;
 }
 
-SortResult sort_cpu(const Tensor& self, int64_t dim, bool descending) {
+template <SortKernel kKernel>
+SortResult sort_on(const Tensor& self, int64_t dim, bool descending) {
   const cpu::Lanes lanes = lanes_of(self, dim, kSort);
   Tensor values = make_empty_tensor(self.sizes(), self.dtype(), self.device(), kSort);
   Tensor indices = make_empty_tensor(self.sizes(), kInt64, self.device(), kSort);
-  cpu::sort_kernel(values, indices, contiguous_as(self, self.dtype(), kSort), lanes, descending);
+  kKernel(values, indices, contiguous_as(self, self.dtype(), kSort), lanes, descending);
   return {values, indices};
 }
 
@@ -164,13 +171,15 @@ MetaList sort_shape(OpArgs args) {
 // cumsum adds once per element; sort compares and moves, without arithmetic.
 const OpFamily kScanSortOps("scan_sort", {
     {.schema = "cumsum(Tensor self, int dim) -> Tensor",
-     .cpu = &cumsum_cpu,
+     .cpu = &cumsum_on<&cpu::cumsum_kernel>,
+     .cuda = &cumsum_on<&gpu::cumsum_kernel>,
      .derivative = derivative({.backward = &cumsum_backward, .forward = &autograd::linear_forward}),
      .batching = &cumsum_batched,
      .shape = &cumsum_shape,
      .flops = &flops::per_output_element<1>},
     {.schema = "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor, Tensor)",
-     .cpu = &sort_cpu,
+     .cpu = &sort_on<&cpu::sort_kernel>,
+     .cuda = &sort_on<&gpu::sort_kernel>,
      .derivative = derivative({.backward = &sort_backward,
                                .forward = &sort_forward,
                                .saved_outputs = args(1)}),

@@ -7,6 +7,7 @@
 #include "kernels/cuda/nn.h"
 #include "kernels/cuda/random.h"
 #include "kernels/cuda/reduction.h"
+#include "kernels/cuda/scan_sort.h"
 #include "kernels/cuda/softmax.h"
 #include "tensor/allocator.h"
 #include "tensor/device.h"
@@ -60,17 +61,29 @@ void mm_kernel(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const
   unavailable();
 }
 void bmm_kernel(const Tensor&, const Tensor&, const Tensor&) { unavailable(); }
+void einsum_loop_kernel(const Tensor&, ArrayRef<Tensor>, const cpu::EinsumLoop&) { unavailable(); }
 void sum_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 void mean_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 void prod_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 void amax_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
 void amin_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void max_with_index_kernel(const Tensor&, const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void min_with_index_kernel(const Tensor&, const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void logsumexp_kernel(const Tensor&, const Tensor&, DimMask) { unavailable(); }
+void var_kernel(const Tensor&, const Tensor&, DimMask, int64_t, bool) { unavailable(); }
+void norm_kernel(const Tensor&, const Tensor&, DimMask, cpu::NormOrder) { unavailable(); }
+void cumsum_kernel(const Tensor&, const Tensor&, cpu::Lanes) { unavailable(); }
+void sort_kernel(const Tensor&, const Tensor&, const Tensor&, cpu::Lanes, bool) { unavailable(); }
 
 void check_index_range(const Tensor&, int64_t, int64_t, const char*) { unavailable(); }
 void index_select_kernel(const Tensor&, const Tensor&, int64_t, const Tensor&) { unavailable(); }
 void gather_kernel(const Tensor&, const Tensor&, int64_t, const Tensor&) { unavailable(); }
 void scatter_add_kernel(const Tensor&, int64_t, const Tensor&, const Tensor&) { unavailable(); }
 void index_add_kernel(const Tensor&, int64_t, const Tensor&, const Tensor&, const Scalar&) {
+  unavailable();
+}
+void take_blocks_kernel(const Tensor&, const Tensor&, const Tensor&, int64_t) { unavailable(); }
+void put_blocks_kernel(const Tensor&, const Tensor&, const Tensor&, int64_t, bool) {
   unavailable();
 }
 void masked_fill_kernel(const Tensor&, const Tensor&, const Tensor&, const Scalar&) {

@@ -105,16 +105,6 @@ double blocked_sum(const T* p, int64_t n, BlockSum block_sum) {
   }
 }
 
-// What a sum-like reduction adds up per value, and what it makes of the total.
-enum class SumKind {
-  Sum,              // x
-  Mean,             // x, divided by the count
-  AbsSum,           // |x|: the 1-norm
-  SquareSum,        // x^2, square-rooted: the 2-norm
-  CenteredSquares,  // (x - mean)^2, divided by max(0, count - correction): variance
-  CenteredExp,      // exp(x - max), log(total) + max: logsumexp
-};
-
 template <class T, class Out, SumKind kKind>
 struct SumReducer {
   using In = T;

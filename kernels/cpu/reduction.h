@@ -38,6 +38,17 @@ void logsumexp_kernel(const Tensor& out, const Tensor& self, DimMask reduced);
 // Two passes (mean, then squared deviations); divides by max(0, N - correction).
 void var_kernel(const Tensor& out, const Tensor& self, DimMask reduced, int64_t correction,
                 bool take_sqrt);
+// What a sum-like reduction adds up per value, and what it makes of the total
+// (the CPU and CUDA reducers' common vocabulary).
+enum class SumKind {
+  Sum,              // x
+  Mean,             // x, divided by the count
+  AbsSum,           // |x|: the 1-norm
+  SquareSum,        // x^2, square-rooted: the 2-norm
+  CenteredSquares,  // (x - mean)^2, divided by max(0, count - correction): variance
+  CenteredExp,      // exp(x - max), log(total) + max: logsumexp
+};
+
 enum class NormOrder { L1, L2, Inf };
 void norm_kernel(const Tensor& out, const Tensor& self, DimMask reduced, NormOrder order);
 

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/runtime.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
 
@@ -68,6 +70,19 @@ __device__ inline int64_t offset_in(const Geometry& t, const int64_t* coord, int
 template <class T>
 T* data_of(const Tensor& t) {
   return static_cast<T*>(t.impl()->data_ptr());
+}
+
+// The launch of a one-thread-per-element kernel: for n > 0 work items, under
+// `on`'s device, body(T{}, grid, stream) launches with T picked among Ts by dtype;
+// the launch is then checked.
+template <class... Ts, class Body>
+void launch_elements(const char* op, const Tensor& on, ScalarType dtype, int64_t n, Body&& body) {
+  if (n == 0) return;
+  DeviceGuard guard(on.device());
+  const cudaStream_t stream = stream_for(on.device());
+  const int grid = grid_for(n, 1);
+  dispatch_among<Ts...>(dtype, op, [&](auto tag) { body(tag, grid, stream); });
+  check_launch(op);
 }
 
 }  // namespace strata::gpu

@@ -32,18 +32,6 @@ __global__ void find_out_of_range(const int64_t* index, Geometry g, int64_t n, i
 }
 
 template <class T>
-__global__ void index_select_elements(T* out, Geometry out_g, const T* self, Geometry self_g,
-                                      const int64_t* index, int64_t index_stride, int dim,
-                                      int64_t n) {
-  int64_t coord[kMaxDims];
-  STRATA_GRID_LOOP(i, n) {
-    coordinates(out_g, i, coord);
-    const int64_t at = index[coord[dim] * index_stride];
-    out[offset_in(out_g, coord)] = self[offset_in(self_g, coord, dim, at)];
-  }
-}
-
-template <class T>
 __global__ void gather_elements(T* out, Geometry out_g, const T* self, Geometry self_g,
                                 const int64_t* index, Geometry index_g, int dim, int64_t n) {
   int64_t coord[kMaxDims];
@@ -66,28 +54,41 @@ __device__ inline void atomic_accumulate(T* target, T value) {
   }
 }
 
+// Bool sums ignore alpha (an or).
 template <class T>
 __global__ void scatter_add_elements(T* self, Geometry self_g, const T* src, Geometry src_g,
-                                     const int64_t* index, Geometry index_g, int dim, int64_t n) {
+                                     const int64_t* index, Geometry index_g, int dim, T alpha,
+                                     int64_t n) {
   int64_t coord[kMaxDims];
   STRATA_GRID_LOOP(i, n) {
     coordinates(index_g, i, coord);
     const int64_t at = index[offset_in(index_g, coord)];
-    atomic_accumulate(self + offset_in(self_g, coord, dim, at), src[offset_in(src_g, coord)]);
+    T value = src[offset_in(src_g, coord)];
+    if constexpr (!std::is_same_v<T, bool>) value = value * alpha;
+    atomic_accumulate(self + offset_in(self_g, coord, dim, at), value);
   }
 }
 
+// Element i of the positions' blocks, laid one after another: block i / width at
+// offsets[i / width], element i % width of it.
 template <class T>
-__global__ void index_add_elements(T* self, Geometry self_g, const T* source, Geometry source_g,
-                                   const int64_t* index, int64_t index_stride, int dim, T alpha,
-                                   int64_t n) {
-  int64_t coord[kMaxDims];
+__global__ void take_block_elements(T* out, const T* src, const int64_t* offsets, int64_t width,
+                                    int64_t n) {
+  STRATA_GRID_LOOP(i, n) { out[i] = src[offsets[i / width] + i % width]; }
+}
+
+template <class T>
+__global__ void put_block_elements(T* target, const T* values, const int64_t* offsets,
+                                   int64_t width, bool accumulate, int64_t n) {
   STRATA_GRID_LOOP(i, n) {
-    coordinates(source_g, i, coord);
-    const int64_t at = index[coord[dim] * index_stride];
-    T value = source[offset_in(source_g, coord)];
-    if constexpr (!std::is_same_v<T, bool>) value = value * alpha;
-    atomic_accumulate(self + offset_in(self_g, coord, dim, at), value);
+    const int64_t offset = offsets[i / width];
+    if (offset < 0) continue;  // a block written again later
+    T* at = target + offset + i % width;
+    if (accumulate) {
+      atomic_accumulate(at, values[i]);
+    } else {
+      *at = values[i];
+    }
   }
 }
 
@@ -103,10 +104,49 @@ struct MaskedFillF {
   __device__ T operator()(T x, bool mask) const { return mask ? value : x; }
 };
 
-int64_t index_stride(const Tensor& index) { return index.dim() == 0 ? 0 : index.strides()[0]; }
+// The 1-D index of index_select and index_add read over `shape` (the output's or
+// the source's): it varies along `dim` only, so both ops are a gather or a
+// scatter_add with this index.
+Geometry index_along(Geometry shape, const Tensor& index, int64_t dim) {
+  for (int d = 0; d < shape.rank; ++d) shape.strides[d] = 0;
+  shape.strides[dim] = index.dim() == 0 ? 0 : index.strides()[0];
+  return shape;
+}
 
 void check_devices(const char* op, const Tensor& out, std::initializer_list<const Tensor*> others) {
   for (const Tensor* t : others) check_same_device(op, out.device(), t->device());
+}
+
+// out[coord] = self[coord with coord[dim] = index at coord] over index_g's shape.
+void gather(const char* op, const Tensor& out, const Tensor& self, int64_t dim,
+            const Tensor& index, const Geometry& index_g) {
+  check_devices(op, out, {&self, &index});
+  check_index_range(index, self.dim() == 0 ? 1 : self.sizes()[dim], dim, op);
+  if (out.numel() == 0) return;
+  DeviceGuard guard(out.device());
+  dispatch_all(out.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    gather_elements<T><<<grid_for(out.numel(), 1), kBlock, 0, stream_for(out.device())>>>(
+        data_of<T>(out), geometry_of(out, op), data_of<T>(self), geometry_of(self, op),
+        data_of<int64_t>(index), index_g, static_cast<int>(dim), out.numel());
+  });
+  check_launch(op);
+}
+
+// self[coord with coord[dim] = index at coord] += alpha * src[coord] over src_g's
+// shape (n elements).
+void scatter_add(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                 const Tensor& src, const Geometry& index_g, int64_t n, const Scalar& alpha) {
+  check_devices(op, self, {&index, &src});
+  if (n == 0) return;
+  DeviceGuard guard(self.device());
+  dispatch_all(self.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    scatter_add_elements<T><<<grid_for(n, 1), kBlock, 0, stream_for(self.device())>>>(
+        data_of<T>(self), geometry_of(self, op), data_of<T>(src), geometry_of(src, op),
+        data_of<int64_t>(index), index_g, static_cast<int>(dim), alpha.to<T>(), n);
+  });
+  check_launch(op);
 }
 
 }  // namespace
@@ -131,62 +171,50 @@ void check_index_range(const Tensor& index, int64_t size, int64_t dim, const cha
 
 void index_select_kernel(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   constexpr const char* op = "strata::index_select";
-  check_devices(op, out, {&self, &index});
-  check_index_range(index, self.dim() == 0 ? 1 : self.sizes()[dim], dim, op);
-  if (out.numel() == 0) return;
-  DeviceGuard guard(out.device());
-  dispatch_all(out.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    index_select_elements<T><<<grid_for(out.numel(), 1), kBlock, 0, stream_for(out.device())>>>(
-        data_of<T>(out), geometry_of(out, op), data_of<T>(self), geometry_of(self, op),
-        data_of<int64_t>(index), index_stride(index), static_cast<int>(dim), out.numel());
-  });
-  check_launch(op);
+  gather(op, out, self, dim, index, index_along(geometry_of(out, op), index, dim));
 }
 
 void gather_kernel(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   constexpr const char* op = "strata::gather";
-  check_devices(op, out, {&self, &index});
-  check_index_range(index, self.dim() == 0 ? 1 : self.sizes()[dim], dim, op);
-  if (out.numel() == 0) return;
-  DeviceGuard guard(out.device());
-  dispatch_all(out.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    gather_elements<T><<<grid_for(out.numel(), 1), kBlock, 0, stream_for(out.device())>>>(
-        data_of<T>(out), geometry_of(out, op), data_of<T>(self), geometry_of(self, op),
-        data_of<int64_t>(index), geometry_of(index, op), static_cast<int>(dim), index.numel());
-  });
-  check_launch(op);
+  gather(op, out, self, dim, index, geometry_of(index, op));
 }
 
 void scatter_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   constexpr const char* op = "strata::scatter_add";
-  check_devices(op, self, {&index, &src});
-  if (index.numel() == 0) return;
-  DeviceGuard guard(self.device());
-  dispatch_all(self.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    scatter_add_elements<T><<<grid_for(index.numel(), 1), kBlock, 0, stream_for(self.device())>>>(
-        data_of<T>(self), geometry_of(self, op), data_of<T>(src), geometry_of(src, op),
-        data_of<int64_t>(index), geometry_of(index, op), static_cast<int>(dim), index.numel());
-  });
-  check_launch(op);
+  scatter_add(op, self, dim, index, src, geometry_of(index, op), index.numel(), 1);
 }
 
 void index_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                       const Scalar& alpha) {
   constexpr const char* op = "strata::index_add";
-  check_devices(op, self, {&index, &source});
-  if (source.numel() == 0) return;
-  DeviceGuard guard(self.device());
-  dispatch_all(self.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    index_add_elements<T><<<grid_for(source.numel(), 1), kBlock, 0, stream_for(self.device())>>>(
-        data_of<T>(self), geometry_of(self, op), data_of<T>(source), geometry_of(source, op),
-        data_of<int64_t>(index), index_stride(index), static_cast<int>(dim), alpha.to<T>(),
-        source.numel());
-  });
-  check_launch(op);
+  scatter_add(op, self, dim, index, source, index_along(geometry_of(source, op), index, dim),
+              source.numel(), alpha);
+}
+
+void take_blocks_kernel(const Tensor& out, const Tensor& src, const Tensor& offsets,
+                        int64_t block) {
+  constexpr const char* op = "strata::index";
+  check_devices(op, out, {&src, &offsets});
+  launch_elements<bool, int64_t, float, double>(
+      op, out, out.dtype(), out.numel(), [&](auto tag, int grid, cudaStream_t stream) {
+        using T = decltype(tag);
+        take_block_elements<T><<<grid, kBlock, 0, stream>>>(
+            data_of<T>(out), data_of<T>(src), data_of<int64_t>(offsets), block, out.numel());
+      });
+}
+
+void put_blocks_kernel(const Tensor& target, const Tensor& values, const Tensor& offsets,
+                       int64_t block, bool accumulate) {
+  constexpr const char* op = "strata::index_put";
+  check_devices(op, target, {&values, &offsets});
+  const int64_t n = offsets.numel() * block;
+  launch_elements<bool, int64_t, float, double>(
+      op, target, target.dtype(), n, [&](auto tag, int grid, cudaStream_t stream) {
+        using T = decltype(tag);
+        put_block_elements<T><<<grid, kBlock, 0, stream>>>(data_of<T>(target), data_of<T>(values),
+                                                           data_of<int64_t>(offsets), block,
+                                                           accumulate, n);
+      });
 }
 
 void masked_fill_kernel(const Tensor& out, const Tensor& self, const Tensor& mask,

@@ -25,6 +25,14 @@ void gather_kernel(const Tensor& out, const Tensor& self, int64_t dim, const Ten
 void scatter_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 void index_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                       const Scalar& alpha);
+// index and index_put (cpu::take_blocks and cpu::put_blocks) with the blocks'
+// element offsets in a device Int64 tensor. Parallel writes to one block have no
+// order, so without accumulate the caller keeps each block's last writer and
+// marks the others' offsets -1 (skipped).
+void take_blocks_kernel(const Tensor& out, const Tensor& src, const Tensor& offsets,
+                        int64_t block);
+void put_blocks_kernel(const Tensor& target, const Tensor& values, const Tensor& offsets,
+                       int64_t block, bool accumulate);
 void masked_fill_kernel(const Tensor& out, const Tensor& self, const Tensor& mask,
                         const Scalar& value);
 // out [k, dim] = rows of weight [num_rows, dim] picked by indices (k values); contiguous.

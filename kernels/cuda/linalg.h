@@ -4,10 +4,16 @@
 // Float32 and Float64 through cuBLAS (operands read in place when row- or
 // column-major, else packed first), Int64 by a plain kernel. Plain C++.
 
+#include "tensor/array_ref.h"
+
 namespace strata {
 class Tensor;
 class Scalar;
 }  // namespace strata
+
+namespace strata::cpu {
+struct EinsumLoop;
+}  // namespace strata::cpu
 
 namespace strata::gpu {
 
@@ -16,5 +22,8 @@ void mm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar
                const Scalar& alpha);
 // out[i] = a[i] @ b[i]; out contiguous [B, n, m].
 void bmm_kernel(const Tensor& out, const Tensor& a, const Tensor& b);
+// out = the einsum loop nest (cpu::einsum_loop_kernel's contract); Int64, Float32
+// and Float64; at most 16 letters and 8 operands.
+void einsum_loop_kernel(const Tensor& out, ArrayRef<Tensor> operands, const cpu::EinsumLoop& loop);
 
 }  // namespace strata::gpu

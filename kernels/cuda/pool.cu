@@ -91,11 +91,24 @@ __global__ void avg_pool_backward(T* grad_input, const T* grad_output, Pool2dGeo
   }
 }
 
+// Zeroes a gradient for the backward kernels to add into.
 void zero(const Tensor& t, const char* op) {
+  DeviceGuard guard(t.device());
   STRATA_CUDA_CHECK(cudaMemsetAsync(t.impl()->data_ptr(), 0,
                                     static_cast<size_t>(t.numel()) * element_size(t.dtype()),
                                     stream_for(t.device())),
                     op);
+}
+
+// A backward pass: grad_input zeroed, then body(T{}, grid, stream) launches one
+// thread per element of grad_output to add into it.
+template <class Body>
+void launch_backward(const char* op, const Tensor& grad_input, const Tensor& grad_output,
+                     Body&& body) {
+  check_same_device(op, grad_input.device(), grad_output.device());
+  if (grad_input.numel() == 0) return;
+  zero(grad_input, op);
+  launch_elements<float, double>(op, grad_input, grad_input.dtype(), grad_output.numel(), body);
 }
 
 }  // namespace
@@ -104,63 +117,47 @@ void max_pool2d_kernel(const Tensor& values, const Tensor& indices, const Tensor
                        const Pool2dGeometry& g) {
   constexpr const char* op = "strata::max_pool2d_with_indices";
   check_same_device(op, values.device(), input.device());
-  if (values.numel() == 0) return;
-  DeviceGuard guard(values.device());
-  dispatch_floating(values.dtype(), op, [&](auto tag) {
+  const int64_t n = values.numel();
+  launch_elements<float, double>(op, values, values.dtype(), n, [&](auto tag, int grid,
+                                                                    cudaStream_t stream) {
     using T = decltype(tag);
-    max_pool<T><<<grid_for(values.numel(), 1), kBlock, 0, stream_for(values.device())>>>(
-        data_of<T>(values), data_of<int64_t>(indices), data_of<T>(input), g, values.numel());
+    max_pool<T><<<grid, kBlock, 0, stream>>>(data_of<T>(values), data_of<int64_t>(indices),
+                                             data_of<T>(input), g, n);
   });
-  check_launch(op);
 }
 
 void max_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_output,
                                 const Tensor& indices, const Pool2dGeometry& g) {
   constexpr const char* op = "strata::max_pool2d_backward";
-  check_same_device(op, grad_input.device(), grad_output.device());
   check_same_device(op, grad_input.device(), indices.device());
-  if (grad_input.numel() == 0) return;
-  DeviceGuard guard(grad_input.device());
-  zero(grad_input, op);
-  if (grad_output.numel() == 0) return;
-  dispatch_floating(grad_input.dtype(), op, [&](auto tag) {
+  launch_backward(op, grad_input, grad_output, [&](auto tag, int grid, cudaStream_t stream) {
     using T = decltype(tag);
-    max_pool_backward<T>
-        <<<grid_for(grad_output.numel(), 1), kBlock, 0, stream_for(grad_input.device())>>>(
-            data_of<T>(grad_input), data_of<T>(grad_output), data_of<int64_t>(indices),
-            g.in_h * g.in_w, g.out_h * g.out_w, grad_output.numel());
+    max_pool_backward<T><<<grid, kBlock, 0, stream>>>(
+        data_of<T>(grad_input), data_of<T>(grad_output), data_of<int64_t>(indices),
+        g.in_h * g.in_w, g.out_h * g.out_w, grad_output.numel());
   });
-  check_launch(op);
 }
 
 void avg_pool2d_kernel(const Tensor& out, const Tensor& input, const Pool2dGeometry& g) {
   constexpr const char* op = "strata::avg_pool2d";
   check_same_device(op, out.device(), input.device());
-  if (out.numel() == 0) return;
-  DeviceGuard guard(out.device());
-  dispatch_floating(out.dtype(), op, [&](auto tag) {
+  const int64_t n = out.numel();
+  launch_elements<float, double>(op, out, out.dtype(), n, [&](auto tag, int grid,
+                                                              cudaStream_t stream) {
     using T = decltype(tag);
-    avg_pool<T><<<grid_for(out.numel(), 1), kBlock, 0, stream_for(out.device())>>>(
-        data_of<T>(out), data_of<T>(input), g, out.numel());
+    avg_pool<T><<<grid, kBlock, 0, stream>>>(data_of<T>(out), data_of<T>(input), g, n);
   });
-  check_launch(op);
 }
 
 void avg_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_output,
                                 const Pool2dGeometry& g) {
   constexpr const char* op = "strata::avg_pool2d_backward";
-  check_same_device(op, grad_input.device(), grad_output.device());
-  if (grad_input.numel() == 0) return;
-  DeviceGuard guard(grad_input.device());
-  zero(grad_input, op);
-  if (grad_output.numel() == 0) return;
-  dispatch_floating(grad_input.dtype(), op, [&](auto tag) {
+  launch_backward(op, grad_input, grad_output, [&](auto tag, int grid, cudaStream_t stream) {
     using T = decltype(tag);
-    avg_pool_backward<T>
-        <<<grid_for(grad_output.numel(), 1), kBlock, 0, stream_for(grad_input.device())>>>(
-            data_of<T>(grad_input), data_of<T>(grad_output), g, grad_output.numel());
+    avg_pool_backward<T><<<grid, kBlock, 0, stream>>>(data_of<T>(grad_input),
+                                                      data_of<T>(grad_output), g,
+                                                      grad_output.numel());
   });
-  check_launch(op);
 }
 
 }  // namespace strata::gpu

@@ -17,5 +17,14 @@ void prod_kernel(const Tensor& out, const Tensor& self, DimMask reduced);
 // NaN propagates; groups must not be empty.
 void amax_kernel(const Tensor& out, const Tensor& self, DimMask reduced);
 void amin_kernel(const Tensor& out, const Tensor& self, DimMask reduced);
+void max_with_index_kernel(const Tensor& values, const Tensor& indices, const Tensor& self,
+                           DimMask reduced);
+void min_with_index_kernel(const Tensor& values, const Tensor& indices, const Tensor& self,
+                           DimMask reduced);
+// Accumulated in double, like every floating CUDA sum.
+void logsumexp_kernel(const Tensor& out, const Tensor& self, DimMask reduced);
+void var_kernel(const Tensor& out, const Tensor& self, DimMask reduced, int64_t correction,
+                bool take_sqrt);
+void norm_kernel(const Tensor& out, const Tensor& self, DimMask reduced, cpu::NormOrder order);
 
 }  // namespace strata::gpu
