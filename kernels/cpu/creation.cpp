@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/scalar_cast.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
 
@@ -42,10 +43,10 @@ void arange_kernel(const Tensor& out, const Scalar& start, const Scalar& step) {
     if constexpr (std::is_integral_v<scalar_t> && !std::is_same_v<scalar_t, bool>) {
       // The values lie between the first and the last: both in range keep the casts defined.
       const double last = first + static_cast<double>(out.numel() - 1) * by;
-      const auto fits = [](double v) { return v >= -0x1p63 && v < 0x1p63; };
-      STRATA_CHECK(out.numel() == 0 || (fits(first) && fits(last)), "strata::arange",
-                   "the range from ", first, " by ", by, " has values out of range for a ",
-                   out.dtype(), " result");
+      const bool fits =
+          has_integer_equivalent<int64_t>(first) && has_integer_equivalent<int64_t>(last);
+      STRATA_CHECK(out.numel() == 0 || fits, "strata::arange", "the range from ", first, " by ", by,
+                   " has values out of range for a ", out.dtype(), " result");
     }
     fill_by_index<scalar_t>(out, [first, by](int64_t i) {
       return static_cast<scalar_t>(first + static_cast<double>(i) * by);

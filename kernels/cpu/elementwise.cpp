@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <limits>
 #include <type_traits>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -297,9 +296,7 @@ struct Convert {
   Out operator()(Src x) const {
     if constexpr (std::is_floating_point_v<Src> && std::is_integral_v<Out> &&
                   !std::is_same_v<Out, bool>) {
-      constexpr Src kEnd =
-          static_cast<Src>(static_cast<double>(std::numeric_limits<Out>::max() / 2 + 1) * 2);
-      if (!(x >= -kEnd && x < kEnd)) {
+      if (!has_integer_equivalent<Out>(x)) {
         out_of_range->store(true, std::memory_order_relaxed);
         return Out(0);
       }
