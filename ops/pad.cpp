@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dispatcher/op_def.h"
+#include "kernels/scalar_cast.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -60,6 +61,11 @@ Tensor window(const Tensor& t, const DimVector& sizes, int64_t offset) {
 // One function for both backends: a fill and a copy, each on out's device.
 Tensor constant_pad_nd_any(const Tensor& self, IntArrayRef pad, const Scalar& value) {
   const DimVector sizes = padded_sizes(self, pad);
+  // Checked here for both backends: casting the value is undefined behaviour otherwise.
+  STRATA_CHECK(self.dtype() != kInt64 || !value.is_floating_point() ||
+                   has_integer_equivalent<int64_t>(value.to_double()),
+               kPad, "the fill value ", value, " has no Int64 equivalent (input of shape ",
+               shape_string(self.sizes()), ")");
   Tensor out = make_empty_tensor(sizes, self.dtype(), self.device(), kPad);
   on_device::fill_kernel(out, value);
   // The part of self that stays: per padded dim, a negative pad skips elements of

@@ -182,20 +182,21 @@ TEST_F(FuzzFindings, CopyOfNanOrInfIntoIntegers) {
 
 // fuzz_boxed_call: constant_pad_nd's fill value -inf for an Int64 tensor was cast
 // to an integer (undefined behaviour): the op fills with the kernel directly,
-// past fill_'s check. The kernels taking a scalar for an integer tensor (fill,
-// masked_fill, add/sub alpha, addcmul, index_add) refuse one without an integer
-// equivalent; a finite value truncates.
+// past fill_'s check. It checks the value itself (for both backends), and the
+// CPU kernels taking a scalar for an integer tensor (fill, masked_fill, add/sub
+// alpha, addcmul, index_add) refuse one without an integer equivalent; a finite
+// value truncates.
 TEST_F(FuzzFindings, ScalarWithoutAnIntegerEquivalent) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   expect_contains(error_message([&] {
                     (void)nn::pad(zeros({1, 2, 0}, kInt64), {1, 1}, "constant", -inf);
                   }),
-                  {"strata::fill_", "the value -inf has no Int64 equivalent"});
+                  {"constant_pad_nd", "the fill value -inf has no Int64 equivalent", "[1, 2, 0]"});
   expect_contains(error_message([&] {
                     (void)nn::pad(zeros({1}, kInt64), {1, 0}, "constant", nan);
                   }),
-                  {"the value nan has no Int64 equivalent"});
+                  {"constant_pad_nd", "the fill value nan has no Int64 equivalent"});
   EXPECT_EQ(nn::pad(zeros({1}, kInt64), {1, 0}, "constant", -2.5).to_vector<int64_t>(),
             (std::vector<int64_t>{-2, 0}));
   // The ops' own checks, which the kernels' back up.
