@@ -207,6 +207,18 @@ TEST_F(FuzzFindings, ScalarWithoutAnIntegerEquivalent) {
                   {"strata::masked_fill", "floating-point value nan"});
 }
 
+// fuzz_boxed_call: slice_scatter with a step of INT64_MAX overflowed computing the
+// region's size (last - first + step - 1).
+TEST_F(FuzzFindings, SliceScatterWithAHugeStep) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const Tensor self = zeros({2, 2}, kInt64);
+  const Tensor src = tensor(std::vector<int64_t>{5, 6}, {2, 1});
+  EXPECT_EQ(slice_scatter(self, src, 1, std::nullopt, 2, max).to_vector<int64_t>(),
+            (std::vector<int64_t>{5, 0, 6, 0}));
+  expect_contains(error_message([&] { (void)slice_scatter(self, self, 1, std::nullopt, 2, max); }),
+                  {"slice_scatter"});
+}
+
 // fuzz_boxed_call: Int64 addmm with alpha INT64_MIN overflowed in Eigen's product
 // (signed overflow). Int64 products wrap around as Int64 mul does.
 TEST_F(FuzzFindings, Int64AddmmWraps) {
