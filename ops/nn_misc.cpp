@@ -149,8 +149,10 @@ Tensor layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
                       const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                       double eps) {
   const int64_t leading = check_layer_norm_arguments(input, normalized_shape, weight, bias);
-  int64_t rows = 1;
-  for (int64_t d = 0; d < leading; ++d) rows *= input.sizes()[d];
+  // With no elements there are no rows: the leading sizes' product may pass int64
+  // ([2, 2^63 - 1, 0] from group_norm with num_groups 2^63 - 1 over 0 channels).
+  int64_t rows = input.numel() == 0 ? 0 : 1;
+  for (int64_t d = 0; d < leading && rows != 0; ++d) rows *= input.sizes()[d];
   Tensor out =
       make_empty_tensor(input.sizes(), input.dtype(), input.device(), "strata::layer_norm");
   const std::optional<Tensor> weight_data = contiguous(weight), bias_data = contiguous(bias);

@@ -219,6 +219,17 @@ TEST_F(FuzzFindings, SliceScatterWithAHugeStep) {
                   {"slice_scatter"});
 }
 
+// fuzz_boxed_call: group_norm over 0 channels with num_groups INT64_MAX made
+// layer_norm count 2 * INT64_MAX rows (signed overflow) of an empty tensor; the
+// empty [2, INT64_MAX, 0] it normalizes is then refused by its allocation.
+TEST_F(FuzzFindings, GroupNormOfNoChannelsWithHugeGroups) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  expect_contains(error_message([&] { (void)nn::group_norm(zeros({2, 0, 0}), max); }),
+                  {"strata::layer_norm", "[2, 9223372036854775807, 0]", "too many elements"});
+  EXPECT_EQ(nn::group_norm(zeros({2, 0, 0}), 3).sizes(), zeros({2, 0, 0}).sizes());
+  EXPECT_EQ(nn::layer_norm(zeros({3, 0}), {0}).numel(), 0);
+}
+
 // fuzz_boxed_call: Int64 addmm with alpha INT64_MIN overflowed in Eigen's product
 // (signed overflow). Int64 products wrap around as Int64 mul does.
 TEST_F(FuzzFindings, Int64AddmmWraps) {
