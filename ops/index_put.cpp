@@ -1,4 +1,6 @@
-// Advanced indexing as PyTorch defines it, over the leading dims: index
+// Advanced indexing as PyTorch defines it, over the leading dims (the Tensor
+// methods at the bottom first rewrite slices, x[:, i], into that form:
+// ops/index_slices.cpp): index
 // (x[i0, i1, ...]), index_put(_) (x[i0, i1, ...] = v, or += with accumulate) and
 // masked_select (x[mask] after broadcasting x and mask). Int64 indices broadcast
 // together to the positions; a Bool mask stands for the Int64 indices of its true
@@ -389,18 +391,22 @@ const OpFamily kIndexPutOps("index_put", {
 }  // namespace
 
 Tensor Tensor::index(const std::vector<Tensor>& indices) const {
-  return STRATA_OP("strata::index", "Tensor", IndexSig).call(*this, indices);
+  const auto lead = index_put_detail::leading_form(*this, indices, kIndex);
+  return STRATA_OP("strata::index", "Tensor", IndexSig).call(*this, lead ? *lead : indices);
 }
 
 Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& values,
                          bool accumulate) const {
-  return STRATA_OP("strata::index_put", "", IndexPutSig).call(*this, indices, values, accumulate);
+  const auto lead = index_put_detail::leading_form(*this, indices, kIndexPut);
+  return STRATA_OP("strata::index_put", "", IndexPutSig)
+      .call(*this, lead ? *lead : indices, values, accumulate);
 }
 
 const Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values,
                                  bool accumulate) const {
+  const auto lead = index_put_detail::leading_form(*this, indices, kIndexPutInplace);
   return STRATA_OP("strata::index_put_", "", IndexPutInplaceSig)
-      .call(*this, indices, values, accumulate);
+      .call(*this, lead ? *lead : indices, values, accumulate);
 }
 
 Tensor Tensor::masked_select(const Tensor& mask) const {

@@ -4,6 +4,7 @@
 // of indices points in self. Defined in ops/index_put_plan.cpp. Not public API.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tensor/small_vector.h"
@@ -51,5 +52,11 @@ Indexing plan_indexing(const Tensor& self, const Indices& indices, const char* o
 Tensor index_with(const Tensor& self, const Indexing& plan, const char* op);
 // The offsets of the blocks the plan selects in a contiguous tensor of self's sizes.
 std::vector<int64_t> offsets_of(const Indexing& plan, const Tensor& self, const char* op);
+
+// The indices in the leading form the ops take, for a list where an undefined
+// entry is a full slice (ops/index_slices.cpp); nullopt when it is one already.
+// Throws, naming `op`, when the entries cover more dims than self has or the
+// Int64 indices do not broadcast together.
+std::optional<Indices> leading_form(const Tensor& self, const Indices& indices, const char* op);
 
 }  // namespace strata::index_put_detail

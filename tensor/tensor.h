@@ -213,10 +213,13 @@ class Tensor {
                            const Scalar& alpha = 1) const;
   const Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
 
-  // ops/index_put.cpp — x[i0, i1, ...] of PyTorch over the leading dims: Int64
-  // indices broadcast together, a Bool mask stands for the dims it covers (its
-  // nonzero positions). index_put writes values there (accumulate: adds, repeats
-  // included); masked_select is x[mask] after broadcasting x and mask, as 1-D.
+  // ops/index_put.cpp — x[i0, i1, ...] of PyTorch: Int64 indices broadcast
+  // together, a Bool mask stands for the dims it covers (its nonzero positions),
+  // an undefined Tensor() is a full slice (x[:, i] is x.index({Tensor(), i})).
+  // Adjacent indices put their positions where their dims were; indices a slice
+  // separates put them first (ops/index_slices.cpp). index_put writes values
+  // there (accumulate: adds, repeats included); masked_select is x[mask] after
+  // broadcasting x and mask, as 1-D.
   Tensor index(const std::vector<Tensor>& indices) const;
   Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values,
                    bool accumulate = false) const;

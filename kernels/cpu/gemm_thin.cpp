@@ -75,12 +75,35 @@ void broadcast_tile(int64_t k, const T* a, int64_t a_row_stride, int64_t a_col_s
   }
 }
 
+// The last columns of a panel, fewer than a packet: b's are copied into a
+// zero-padded [k, kLanes] block once per panel, so that they too run through a
+// one-packet tile. A scalar loop over them runs at a packet's lanes' fraction of
+// the rate, which on a narrow panel (a conv's 11 x 11 output: 121 columns) costs
+// as much as all the packets before them.
+template <class T>
+struct ColumnTail {
+  int64_t begin = 0;
+  int64_t count = 0;
+  alignas(64) T b[kShortInner * kLanes<T>];
+
+  ColumnTail(int64_t k, const T* b_panel, int64_t b_row_stride, int64_t j0, int64_t j1) {
+    count = (j1 - j0) % kLanes<T>;
+    begin = j1 - count;
+    if (count == 0) return;
+    for (int64_t p = 0; p < k; ++p) {
+      T* row = b + p * kLanes<T>;
+      std::copy(b_panel + p * b_row_stride + begin, b_panel + p * b_row_stride + j1, row);
+      std::fill(row + count, row + kLanes<T>, T(0));
+    }
+  }
+};
+
 // Rows [i0, i0 + Rows) of c over columns [j0, j1): whole tiles, narrower tiles,
-// then single columns.
+// then the tail through a tile on its padded copy.
 template <int Rows, class T>
 void broadcast_rows(int64_t k, const T* a, int64_t a_row_stride, int64_t a_col_stride, const T* b,
                     int64_t b_row_stride, T* c, int64_t c_row_stride, int64_t j0, int64_t j1,
-                    T beta, T alpha) {
+                    const ColumnTail<T>& tail, T beta, T alpha) {
   constexpr int64_t kWide = kTilePackets * kLanes<T>;
   int64_t j = j0;
   for (; j + kWide <= j1; j += kWide) {
@@ -91,12 +114,13 @@ void broadcast_rows(int64_t k, const T* a, int64_t a_row_stride, int64_t a_col_s
     broadcast_tile<Rows, 1>(k, a, a_row_stride, a_col_stride, b + j, b_row_stride, c + j,
                             c_row_stride, beta, alpha);
   }
-  for (; j < j1; ++j) {
-    for (int r = 0; r < Rows; ++r) {
-      T sum = T(0);
-      for (int64_t p = 0; p < k; ++p)
-        sum += a[r * a_row_stride + p * a_col_stride] * b[p * b_row_stride + j];
-      store(c + r * c_row_stride + j, sum, beta, alpha);
+  if (tail.count == 0) return;
+  alignas(64) T products[Rows * kLanes<T>];
+  broadcast_tile<Rows, 1>(k, a, a_row_stride, a_col_stride, tail.b, kLanes<T>, products,
+                          kLanes<T>, T(0), T(1));
+  for (int r = 0; r < Rows; ++r) {
+    for (int64_t t = 0; t < tail.count; ++t) {
+      store(c + r * c_row_stride + tail.begin + t, products[r * kLanes<T> + t], beta, alpha);
     }
   }
 }
@@ -110,14 +134,15 @@ void broadcast_gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_
   const int64_t panel = 4 * kTilePackets * kLanes<T>;
   for (int64_t j0 = 0; j0 < n; j0 += panel) {
     const int64_t j1 = std::min(n, j0 + panel);
+    const ColumnTail<T> tail(k, b, b_row_stride, j0, j1);
     int64_t i = 0;
     for (; i + kRows <= m; i += kRows) {
       broadcast_rows<kRows>(k, a + i * a_row_stride, a_row_stride, a_col_stride, b, b_row_stride,
-                            c + i * c_row_stride, c_row_stride, j0, j1, beta, alpha);
+                            c + i * c_row_stride, c_row_stride, j0, j1, tail, beta, alpha);
     }
     for (; i < m; ++i) {
       broadcast_rows<1>(k, a + i * a_row_stride, a_row_stride, a_col_stride, b, b_row_stride,
-                        c + i * c_row_stride, c_row_stride, j0, j1, beta, alpha);
+                        c + i * c_row_stride, c_row_stride, j0, j1, tail, beta, alpha);
     }
   }
 }

@@ -52,5 +52,27 @@ TEST(CudaIndexing, IndexPutKeepsTheLastWriteOrSumsRepeats) {
   }
 }
 
+// Slices (undefined entries) are rewritten into aranges on self's device.
+TEST(CudaIndexing, SlicesKeepAdjacentIndicesInPlaceAndPutSeparatedOnesFirst) {
+  STRATA_REQUIRE_CUDA();
+  const Tensor x = arange(0, 24, 1, kFloat32).view({2, 3, 4});
+  const Tensor i = tensor(std::vector<int64_t>{3, 0});
+  const Tensor j = tensor(std::vector<int64_t>{1, 0});
+  const Tensor mask = tensor(std::vector<bool>{true, false, true});
+  for (const std::vector<Tensor>& at :
+       std::vector<std::vector<Tensor>>{{Tensor(), Tensor(), i},
+                                        {j, Tensor(), i},
+                                        {Tensor(), mask},
+                                        {mask.narrow(0, 0, 2), Tensor(), i}}) {
+    std::vector<Tensor> on_gpu;
+    for (const Tensor& t : at) on_gpu.push_back(t.defined() ? gpu(t) : t);
+    const Tensor picked = gpu(x).index(on_gpu);
+    EXPECT_TRUE(picked.device().is_cuda());
+    EXPECT_TRUE(allclose(picked, x.index(at), 0, 0));
+    EXPECT_TRUE(allclose(gpu(x).index_put(on_gpu, gpu(ones({1})), true),
+                         x.index_put(at, ones({1}), true), 0, 0));
+  }
+}
+
 }  // namespace
 }  // namespace strata::testing

@@ -5,6 +5,7 @@
 // A mask that differs per sample gives each sample a different number of
 // elements, so vmap raises for it: the Bool entries expect their vmap check
 // (which batches every input, masks included) to fail.
+#include <optional>
 #include <sstream>
 
 #include "tests/op_table/op_info.h"
@@ -25,47 +26,77 @@ struct Selection {
   std::vector<int64_t> offsets;
 };
 
+// PyTorch's rule written out per dim of x: each dim is sliced (an undefined
+// entry, or one past the entries) or read at one coordinate array over the
+// positions (a mask gives the coordinates of its true elements, one array per
+// dim it covers). The positions stand where the indexed dims were when those
+// are adjacent, and first when a sliced dim separates them.
 Selection select_reference(const Ints& self_sizes, const std::vector<Tensor>& indices) {
-  // Each index as per-dim coordinates over the positions: masks become the
-  // coordinates of their true elements, in row-major order.
-  std::vector<HostArray> coordinates;
+  std::vector<std::optional<HostArray>> per_dim;
   for (const Tensor& index : indices) {
+    if (!index.defined()) {
+      per_dim.emplace_back();
+      continue;
+    }
     const HostArray values = HostArray::of(index);
     if (index.dtype() != kBool) {
-      coordinates.push_back(values);
+      per_dim.emplace_back(values);
       continue;
     }
     const size_t dims = std::max<size_t>(values.sizes.size(), 1);
-    std::vector<std::vector<double>> per_dim(dims);
+    std::vector<std::vector<double>> coordinates(dims);
     for_each_index(values.sizes, [&](const Index& i) {
       if (values.values[static_cast<size_t>(ravel(i, values.sizes))] == 0) return;
-      for (size_t d = 0; d < dims; ++d) per_dim[d].push_back(i.empty() ? 0.0 : double(i[d]));
+      for (size_t d = 0; d < dims; ++d) coordinates[d].push_back(i.empty() ? 0.0 : double(i[d]));
     });
-    for (auto& v : per_dim) {
+    for (auto& v : coordinates) {
       const int64_t n = static_cast<int64_t>(v.size());
-      coordinates.push_back({{n}, std::move(v)});
+      per_dim.emplace_back(HostArray{{n}, std::move(v)});
     }
   }
-  std::vector<std::vector<int64_t>> shapes;
-  for (const HostArray& c : coordinates) shapes.push_back(c.sizes);
-  const Ints positions = broadcast_sizes(shapes);
   const Ints sizes_or_one = self_sizes.empty() ? Ints{1} : self_sizes;
-  const Ints block(sizes_or_one.begin() + static_cast<int64_t>(coordinates.size()),
-                   sizes_or_one.end());
-  Selection out{positions, {}};
-  out.sizes.insert(out.sizes.end(), block.begin(), block.end());
-  for_each_index(positions, [&](const Index& p) {
-    Index at;
-    for (size_t k = 0; k < coordinates.size(); ++k) {
-      const int64_t size = sizes_or_one[k];
-      const int64_t v = static_cast<int64_t>(coordinates[k].at_broadcast(p));
-      at.push_back(v < 0 ? v + size : v);
+  per_dim.resize(sizes_or_one.size());
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<size_t> indexed;
+  for (size_t d = 0; d < per_dim.size(); ++d) {
+    if (!per_dim[d]) continue;
+    shapes.push_back(per_dim[d]->sizes);
+    indexed.push_back(d);
+  }
+  const Ints positions = broadcast_sizes(shapes);
+  const bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 == indexed.size();
+  // The result's dims in order: a sliced dim of x, or -1 for the positions.
+  std::vector<int64_t> slots;
+  const size_t first = indexed.empty() ? per_dim.size() : indexed.front();
+  for (size_t d = 0; d < per_dim.size(); ++d) {
+    if (adjacent && d == first) slots.push_back(-1);
+    if (!per_dim[d]) slots.push_back(static_cast<int64_t>(d));
+  }
+  if (!adjacent) slots.insert(slots.begin(), -1);
+  if (adjacent && first == per_dim.size()) slots.push_back(-1);
+  Selection out;
+  for (int64_t slot : slots) {
+    if (slot < 0) out.sizes.insert(out.sizes.end(), positions.begin(), positions.end());
+    if (slot >= 0) out.sizes.push_back(sizes_or_one[static_cast<size_t>(slot)]);
+  }
+  for_each_index(out.sizes, [&](const Index& o) {
+    Index at(per_dim.size(), 0);
+    Index p;
+    size_t k = 0;
+    for (int64_t slot : slots) {
+      if (slot >= 0) {
+        at[static_cast<size_t>(slot)] = o[k++];
+        continue;
+      }
+      p.assign(o.begin() + static_cast<std::ptrdiff_t>(k),
+               o.begin() + static_cast<std::ptrdiff_t>(k + positions.size()));
+      k += positions.size();
     }
-    for_each_index(block, [&](const Index& b) {
-      Index full = at;
-      full.insert(full.end(), b.begin(), b.end());
-      out.offsets.push_back(ravel(full, sizes_or_one));
-    });
+    for (size_t d : indexed) {
+      const int64_t v = static_cast<int64_t>(per_dim[d]->at_broadcast(p));
+      at[d] = v < 0 ? v + sizes_or_one[d] : v;
+    }
+    out.offsets.push_back(ravel(at, sizes_or_one));
   });
   return out;
 }
@@ -96,13 +127,14 @@ Tensor index_put_reference(const Tensor& self, const std::vector<Tensor>& indice
   return from_values(x.values, x.sizes, self.dtype());
 }
 
-// An index: Int64 values (listed, or make_index's with repeats below `bound`), or
-// a Bool mask of make_tensor's alternating values.
+// An index: Int64 values (listed, or make_index's with repeats below `bound`), a
+// Bool mask of make_tensor's alternating values, or a full slice (kSlice).
 struct IndexSpec {
   Ints sizes;
   std::vector<double> values = {};  // Int64 values; empty: make_index's
-  int64_t bound = 0;                // for make_index; 0: a Bool mask
+  int64_t bound = 0;                // for make_index; 0: a Bool mask; -1: a slice
 };
+const IndexSpec kSlice{{}, {}, -1};
 
 struct IndexCase {
   Ints self_sizes;
@@ -119,7 +151,8 @@ Tensor make_index_tensor(const IndexSpec& spec, uint64_t seed) {
   return make_index(spec.sizes, spec.bound, seed);
 }
 
-// inputs: self[, values], indices...; args: [accumulate].
+// inputs: self[, values], the index tensors...; args: [accumulate,] the entries
+// that are slices (undefined Tensors, which a sample's inputs cannot hold).
 std::vector<Sample> index_samples(const std::vector<IndexCase>& cases, ScalarType dtype,
                                   std::optional<bool> accumulate) {
   std::vector<Sample> samples;
@@ -134,19 +167,35 @@ std::vector<Sample> index_samples(const std::vector<IndexCase>& cases, ScalarTyp
       sample.args.push_back(IValue(*accumulate));
     }
     uint64_t seed = 1;
+    std::vector<int64_t> slices;
     for (const IndexSpec& spec : c.indices) {
+      if (spec.bound < 0) {
+        slices.push_back(static_cast<int64_t>(&spec - c.indices.data()));
+        description << " :";
+        continue;
+      }
       sample.inputs.push_back(make_index_tensor(spec, seed++));
       description << (spec.bound == 0 && spec.values.empty() ? " mask " : " index ")
                   << shape_string(spec.sizes);
     }
+    sample.args.push_back(IValue(std::move(slices)));
     sample.description = description.str();
     samples.push_back(std::move(sample));
   }
   return samples;
 }
 
-std::vector<Tensor> tail(const std::vector<Tensor>& in, size_t from) {
-  return {in.begin() + static_cast<std::ptrdiff_t>(from), in.end()};
+// The indices: the inputs from `from` on, with an undefined Tensor at each of
+// the sample's slice entries.
+std::vector<Tensor> tail(const std::vector<Tensor>& in, size_t from, const IValue& slices) {
+  std::vector<Tensor> out;
+  auto next = in.begin() + static_cast<std::ptrdiff_t>(from);
+  for (int64_t slice : slices.to_int_list()) {
+    while (static_cast<int64_t>(out.size()) < slice) out.push_back(*next++);
+    out.emplace_back();
+  }
+  out.insert(out.end(), next, in.end());
+  return out;
 }
 
 OpInfo index_entry(std::string name, std::vector<IndexCase> cases) {
@@ -154,11 +203,11 @@ OpInfo index_entry(std::string name, std::vector<IndexCase> cases) {
   info.name = std::move(name);
   info.dtypes = all_dtypes();
   info.samples = [cases](ScalarType dtype) { return index_samples(cases, dtype, std::nullopt); };
-  info.op = [](const std::vector<Tensor>& in, const Stack&) {
-    return std::vector<Tensor>{in[0].index(tail(in, 1))};
+  info.op = [](const std::vector<Tensor>& in, const Stack& a) {
+    return std::vector<Tensor>{in[0].index(tail(in, 1, a[0]))};
   };
-  info.reference = [](const std::vector<Tensor>& in, const Stack&) {
-    return std::vector<Tensor>{index_reference(in[0], tail(in, 1))};
+  info.reference = [](const std::vector<Tensor>& in, const Stack& a) {
+    return std::vector<Tensor>{index_reference(in[0], tail(in, 1, a[0]))};
   };
   return info;
 }
@@ -172,10 +221,11 @@ OpInfo index_put_entry(std::string name, std::vector<IndexCase> cases, bool accu
     return index_samples(cases, dtype, accumulate);
   };
   info.op = [](const std::vector<Tensor>& in, const Stack& a) {
-    return std::vector<Tensor>{in[0].index_put(tail(in, 2), in[1], a[0].to_bool())};
+    return std::vector<Tensor>{in[0].index_put(tail(in, 2, a[1]), in[1], a[0].to_bool())};
   };
   info.reference = [](const std::vector<Tensor>& in, const Stack& a) {
-    return std::vector<Tensor>{index_put_reference(in[0], tail(in, 2), in[1], a[0].to_bool())};
+    return std::vector<Tensor>{
+        index_put_reference(in[0], tail(in, 2, a[1]), in[1], a[0].to_bool())};
   };
   return info;
 }
@@ -198,7 +248,7 @@ OpInfo index_put_inplace_entry(OpInfo info) {
   info.inplace_variant.clear();
   info.op = [](const std::vector<Tensor>& in, const Stack& a) {
     const Tensor self = in_place_target(in);
-    self.index_put_(tail(in, 2), in[1], a[0].to_bool());
+    self.index_put_(tail(in, 2, a[1]), in[1], a[0].to_bool());
     return std::vector<Tensor>{self};
   };
   return info;
@@ -265,6 +315,57 @@ std::vector<IndexCase> mask_put_cases() {
   };
 }
 
+// Index tensors past a slice: adjacent ones keep their place (x[:, i], x[:, :, i, j]),
+// ones a slice separates go first (x[i, :, j], x[:, i, :, j]).
+std::vector<IndexCase> slice_read_cases() {
+  const IndexSpec& s = kSlice;
+  return {
+      {{5, 4}, L::Contiguous, {s, {{3}, {}, 4}}},
+      {{2, 3, 4, 5}, L::Contiguous, {s, s, {{2, 1}, {}, 4}, {{3}, {}, 5}}},
+      {{4, 3, 5}, L::Contiguous, {{{2}, {}, 4}, s, {{2}, {}, 5}}},
+      {{2, 4, 3, 5}, L::Contiguous, {s, {{2, 2}, {}, 4}, s, {{2}, {}, 5}}},
+      {{3, 4}, L::Contiguous, {s, {{}, {}, 4}}},
+      {{3, 4, 2}, L::Contiguous, {s, {{2, 2}, {}, 4}, s}},
+      {{3, 4}, L::Contiguous, {s, {{3}, {-1, 0, -4}}}},
+      {{4, 3}, L::Transposed, {s, {{5}, {}, 3}}},
+      {{3, 4, 2}, L::Sliced, {{{3}, {}, 3}, s, {{1}, {}, 2}}},
+  };
+}
+
+// Masks past a slice: adjacent (x[:, m], x[:, m, i]) and separated (x[m, :, i]).
+std::vector<IndexCase> slice_mask_read_cases() {
+  const IndexSpec& s = kSlice;
+  return {
+      {{3, 4}, L::Contiguous, {s, {{4}}}},
+      {{2, 3, 4}, L::Contiguous, {s, {{3, 4}}}},
+      {{2, 3, 4}, L::Contiguous, {s, {{3}}, {{1}, {}, 4}}},
+      {{3, 2, 4}, L::Contiguous, {{{3}}, s, {{1}, {}, 4}}},
+  };
+}
+
+// Without accumulate the positions are distinct.
+std::vector<IndexCase> slice_put_cases(bool accumulate) {
+  const IndexSpec& s = kSlice;
+  std::vector<IndexCase> cases{
+      {{3, 5}, L::Contiguous, {s, {{2}, {4, 1}}}, {3, 2}},
+      {{3, 5}, L::Contiguous, {s, {{2}, {4, 1}}}, {2}},
+      {{4, 3, 5}, L::Contiguous, {{{2}, {0, 3}}, s, {{2}, {1, 4}}}, {2, 3}},
+      {{2, 3, 4}, L::Contiguous, {s, s, {{2}, {3, 0}}}, {}},
+      {{3, 4, 2}, L::Transposed, {s, {{2}, {2, 1}}, s}, {3, 1, 2}},
+  };
+  if (accumulate) cases.push_back({{3, 5}, L::Contiguous, {s, {{6}, {}, 5}}, {3, 6}});
+  return cases;
+}
+
+// x[:, m] = v and x[:, m] += v.
+std::vector<IndexCase> slice_mask_put_cases() {
+  const IndexSpec& s = kSlice;
+  return {
+      {{3, 4}, L::Contiguous, {s, {{4}}}, {3, 1}},
+      {{2, 3, 4}, L::Contiguous, {s, {{3, 4}}}, {}},
+  };
+}
+
 OpInfo masked_select_entry() {
   const std::vector<std::pair<ShapeCase, ShapeCase>> cases{
       {{{3, 4}, L::Contiguous}, {{3, 4}, L::Contiguous}},
@@ -316,6 +417,21 @@ STRATA_OP_INFOS(index_put) {
     infos.push_back(std::move(put));
     OpInfo masked = index_put_entry("index_put" + suffix + "(Bool mask)", mask_put_cases(),
                                     accumulate);
+    expect_vmap_to_raise(masked, false);
+    infos.push_back(index_put_inplace_entry(masked));
+    infos.push_back(std::move(masked));
+  }
+  infos.push_back(index_entry("index(slices)", slice_read_cases()));
+  infos.push_back(index_entry("index(slices, Bool mask)", slice_mask_read_cases()));
+  expect_vmap_to_raise(infos.back(), true);
+  for (bool accumulate : {false, true}) {
+    const std::string suffix = accumulate ? ", accumulate" : "";
+    OpInfo put = index_put_entry("index_put(slices" + suffix + ")", slice_put_cases(accumulate),
+                                 accumulate);
+    infos.push_back(index_put_inplace_entry(put));
+    infos.push_back(std::move(put));
+    OpInfo masked = index_put_entry("index_put(slices, Bool mask" + suffix + ")",
+                                    slice_mask_put_cases(), accumulate);
     expect_vmap_to_raise(masked, false);
     infos.push_back(index_put_inplace_entry(masked));
     infos.push_back(std::move(masked));
