@@ -41,8 +41,19 @@ cpu::Window2d sliding_window(IntArrayRef input_sizes, IntArrayRef kernel, IntArr
                shape_string(dilation));
   const int64_t rank = static_cast<int64_t>(input_sizes.size());
   const int64_t in_h = input_sizes[rank - 2], in_w = input_sizes[rank - 1];
-  const int64_t span_h = dilation_h * (kernel_h - 1) + 1, span_w = dilation_w * (kernel_w - 1) + 1;
-  const int64_t padded_h = in_h + 2 * pad_h, padded_w = in_w + 2 * pad_w;
+  // span = dilation * (kernel - 1) + 1 and padded = in + 2 * pad, refused past int64.
+  int64_t span_h = 0, span_w = 0, padded_h = 0, padded_w = 0;
+  const bool overflows =
+      __builtin_mul_overflow(dilation_h, kernel_h - 1, &span_h) ||
+      __builtin_mul_overflow(dilation_w, kernel_w - 1, &span_w) ||
+      __builtin_add_overflow(span_h, 1, &span_h) || __builtin_add_overflow(span_w, 1, &span_w) ||
+      __builtin_mul_overflow(pad_h, 2, &padded_h) || __builtin_mul_overflow(pad_w, 2, &padded_w) ||
+      __builtin_add_overflow(padded_h, in_h, &padded_h) ||
+      __builtin_add_overflow(padded_w, in_w, &padded_w);
+  STRATA_CHECK(!overflows, op, "kernel_size ", shape_string(kernel), ", dilation ",
+               shape_string(dilation), " and padding ", shape_string(padding),
+               " give a window or padded input past 2^63 - 1 (input shape ",
+               shape_string(input_sizes), ")");
   STRATA_CHECK(span_h <= padded_h && span_w <= padded_w, op, "kernel of size ", span_h, "x", span_w,
                " (with dilation ", shape_string(dilation), ") is larger than the padded input ",
                padded_h, "x", padded_w, " (input shape ", shape_string(input_sizes), ", padding ",
@@ -75,6 +86,11 @@ int64_t numel(IntArrayRef sizes) {
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
   return n;
+}
+
+const std::optional<Tensor>& none_if_undefined(const std::optional<Tensor>& t) {
+  static const std::optional<Tensor> none;
+  return t && !t->defined() ? none : t;
 }
 
 std::optional<Tensor> optional_tensor_arg(OpArgs args, size_t i) {

@@ -1,5 +1,6 @@
 // 2-D convolution: conv2d and the two ops of its backward, conv2d_backward_input and
 // conv2d_backward_weight (kernels in kernels/cpu/conv.cpp).
+#include <string>
 #include <utility>
 
 #include "dispatcher/op_def.h"
@@ -22,6 +23,7 @@ namespace {
 using nn_detail::check_floating;
 using nn_detail::check_same_dtype;
 using nn_detail::contiguous;
+using nn_detail::none_if_undefined;
 using nn_detail::numel;
 using nn_detail::sliding_window;
 
@@ -48,10 +50,12 @@ cpu::Conv2dGeometry conv_geometry(IntArrayRef input_sizes, IntArrayRef weight_si
                shape_string(input_sizes), ") are not divisible by groups = ", groups);
   STRATA_CHECK(out_channels % groups == 0, op, "output channels (", out_channels, ", weight shape ",
                shape_string(weight_sizes), ") are not divisible by groups = ", groups);
-  STRATA_CHECK(weight_sizes[1] * groups == channels, op, "input of shape ",
-               shape_string(input_sizes), " has ", channels, " channels but weight of shape ",
-               shape_string(weight_sizes), " with groups = ", groups,
-               " expects weight.size(1) * groups = ", weight_sizes[1] * groups);
+  int64_t expected = 0;  // weight.size(1) * groups, which a huge groups can overflow
+  const bool overflows = __builtin_mul_overflow(weight_sizes[1], groups, &expected);
+  STRATA_CHECK(!overflows && expected == channels, op, "input of shape ", shape_string(input_sizes),
+               " has ", channels, " channels but weight of shape ", shape_string(weight_sizes),
+               " with groups = ", groups, " expects weight.size(1) * groups = ",
+               overflows ? std::string("more than 2^63 - 1") : std::to_string(expected));
 
   cpu::Conv2dGeometry g;
   static_cast<cpu::Window2d&>(g) = sliding_window(
@@ -510,7 +514,7 @@ const OpFamily kConvOps("nn_conv", {
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
               IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   return STRATA_OP("strata::conv2d", "", Conv2dSig)
-      .call(input, weight, bias, stride, padding, dilation, groups);
+      .call(input, weight, none_if_undefined(bias), stride, padding, dilation, groups);
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,

@@ -29,6 +29,7 @@ namespace {
 using nn_detail::check_floating;
 using nn_detail::check_same_dtype;
 using nn_detail::contiguous;
+using nn_detail::none_if_undefined;
 
 using LinearSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&);
 using EmbeddingSig = Tensor(const Tensor&, const Tensor&);
@@ -148,8 +149,10 @@ Tensor layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
                       const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                       double eps) {
   const int64_t leading = check_layer_norm_arguments(input, normalized_shape, weight, bias);
-  int64_t rows = 1;
-  for (int64_t d = 0; d < leading; ++d) rows *= input.sizes()[d];
+  // With no elements there are no rows: the leading sizes' product may pass int64
+  // ([2, 2^63 - 1, 0] from group_norm with num_groups 2^63 - 1 over 0 channels).
+  int64_t rows = input.numel() == 0 ? 0 : 1;
+  for (int64_t d = 0; d < leading && rows != 0; ++d) rows *= input.sizes()[d];
   Tensor out =
       make_empty_tensor(input.sizes(), input.dtype(), input.device(), "strata::layer_norm");
   const std::optional<Tensor> weight_data = contiguous(weight), bias_data = contiguous(bias);
@@ -482,7 +485,7 @@ const OpFamily kNnMiscOps("nn_misc", {
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  return STRATA_OP("strata::linear", "", LinearSig).call(input, weight, bias);
+  return STRATA_OP("strata::linear", "", LinearSig).call(input, weight, none_if_undefined(bias));
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
@@ -493,7 +496,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape,
                   const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                   double eps) {
   return STRATA_OP("strata::layer_norm", "", LayerNormSig)
-      .call(input, normalized_shape, weight, bias, eps);
+      .call(input, normalized_shape, none_if_undefined(weight), none_if_undefined(bias), eps);
 }
 
 Tensor dropout(const Tensor& input, double p, bool train, const Generator& gen) {

@@ -1,11 +1,13 @@
 // nn::pad in constant mode: the op constant_pad_nd. The pad list is PyTorch's:
 // (before, after) pairs from the last dim backwards; a negative amount crops.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "dispatcher/op_def.h"
+#include "kernels/scalar_cast.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -33,8 +35,15 @@ DimVector padded_sizes(const Tensor& self, IntArrayRef pad) {
   DimVector sizes(self.sizes());
   for (int64_t k = 0; k < pairs; ++k) {
     const size_t d = static_cast<size_t>(self.dim() - 1 - k);
-    const int64_t size = sizes[d] + pad[static_cast<size_t>(2 * k)] +
-                         pad[static_cast<size_t>(2 * k + 1)];
+    const int64_t before = pad[static_cast<size_t>(2 * k)],
+                  after = pad[static_cast<size_t>(2 * k + 1)];
+    // Amounts whose negation (the crop, the gradient's pad) or sum overflow are refused.
+    int64_t size = 0;
+    const bool overflows = before == INT64_MIN || after == INT64_MIN ||
+                           __builtin_add_overflow(sizes[d], before, &size) ||
+                           __builtin_add_overflow(size, after, &size);
+    STRATA_CHECK(!overflows, kPad, "the pad list ", list_string(pad), " pads dim ", d,
+                 " of the input of shape ", shape_string(self.sizes()), " past the int64 range");
     STRATA_CHECK(size >= 0, kPad, "the pad list ", list_string(pad), " crops dim ", d,
                  " of the input of shape ", shape_string(self.sizes()),
                  " to a negative size ", size);
@@ -52,6 +61,11 @@ Tensor window(const Tensor& t, const DimVector& sizes, int64_t offset) {
 // One function for both backends: a fill and a copy, each on out's device.
 Tensor constant_pad_nd_any(const Tensor& self, IntArrayRef pad, const Scalar& value) {
   const DimVector sizes = padded_sizes(self, pad);
+  // Checked here for both backends: casting the value is undefined behaviour otherwise.
+  STRATA_CHECK(self.dtype() != kInt64 || !value.is_floating_point() ||
+                   has_integer_equivalent<int64_t>(value.to_double()),
+               kPad, "the fill value ", value, " has no Int64 equivalent (input of shape ",
+               shape_string(self.sizes()), ")");
   Tensor out = make_empty_tensor(sizes, self.dtype(), self.device(), kPad);
   on_device::fill_kernel(out, value);
   // The part of self that stays: per padded dim, a negative pad skips elements of

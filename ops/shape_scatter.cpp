@@ -44,7 +44,8 @@ DimVector slice_region(IntArrayRef sizes, int64_t dim, std::optional<int64_t> st
   const int64_t first = clamp_bound(start.value_or(0));
   const int64_t last = std::max(first, clamp_bound(end.value_or(size)));
   DimVector region(sizes);
-  region[d] = (last - first + step - 1) / step;
+  // ceil((last - first) / step), without last - first + step - 1 overflowing for a huge step.
+  region[d] = (last - first) / step + ((last - first) % step != 0);
   return region;
 }
 

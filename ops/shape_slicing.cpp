@@ -74,7 +74,7 @@ Tensor narrow_composite(const Tensor& self, int64_t dim, int64_t start, int64_t 
   STRATA_CHECK(start >= -size && start <= size, op, "start ", start, " is out of range for dim ",
                dim, " of size ", size, " (shape ", shape_string(self.sizes()), ")");
   if (start < 0) start += size;
-  STRATA_CHECK(start + length <= size, op, "start (", start, ") + length (", length,
+  STRATA_CHECK(length <= size - start, op, "start (", start, ") + length (", length,
                ") exceeds the size ", size, " of dim ", dim, " (shape ", shape_string(self.sizes()),
                ")");
   return self.slice(d, start, start + length, 1);
@@ -88,8 +88,9 @@ std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int6
   STRATA_CHECK(split_size > 0 || (split_size == 0 && size == 0), op, "split_size must be positive",
                " (or 0 for a dim of size 0), got ", split_size, " for dim ", dim, " of size ",
                size);
+  // ceil(size / split_size), without size + split_size - 1 overflowing for a huge split_size.
   const int64_t pieces =
-      split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
+      split_size == 0 ? 1 : std::max<int64_t>(size / split_size + (size % split_size != 0), 1);
   std::vector<Tensor> out;
   out.reserve(static_cast<size_t>(pieces));
   for (int64_t i = 0; i < pieces; ++i) {

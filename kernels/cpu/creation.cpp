@@ -1,9 +1,12 @@
 #include "kernels/cpu/creation.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/scalar_cast.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
 
@@ -26,12 +29,25 @@ void arange_kernel(const Tensor& out, const Scalar& start, const Scalar& step) {
     if constexpr (std::is_same_v<scalar_t, int64_t>) {
       if (!start.is_floating_point() && !step.is_floating_point()) {
         const int64_t first = start.to_int(), by = step.to_int();
-        fill_by_index<int64_t>(out, [first, by](int64_t i) { return first + i * by; });
+        // Every value lies between start and end, but i * by alone can pass int64
+        // (start INT64_MIN, step 2^62): computed unsigned, where it wraps back.
+        fill_by_index<int64_t>(out, [first, by](int64_t i) {
+          return static_cast<int64_t>(static_cast<uint64_t>(first) +
+                                      static_cast<uint64_t>(i) * static_cast<uint64_t>(by));
+        });
         return;
       }
     }
     // Each value from its index, never by accumulation: no drift along the range.
     const double first = start.to_double(), by = step.to_double();
+    if constexpr (std::is_integral_v<scalar_t> && !std::is_same_v<scalar_t, bool>) {
+      // The values lie between the first and the last: both in range keep the casts defined.
+      const double last = first + static_cast<double>(out.numel() - 1) * by;
+      const bool fits =
+          has_integer_equivalent<int64_t>(first) && has_integer_equivalent<int64_t>(last);
+      STRATA_CHECK(out.numel() == 0 || fits, "strata::arange", "the range from ", first, " by ", by,
+                   " has values out of range for a ", out.dtype(), " result");
+    }
     fill_by_index<scalar_t>(out, [first, by](int64_t i) {
       return static_cast<scalar_t>(first + static_cast<double>(i) * by);
     });

@@ -1,13 +1,16 @@
 #include "kernels/cpu/elementwise.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <type_traits>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
 #include "kernels/cpu/elementwise_rows.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/scalar_cast.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
 
@@ -263,7 +266,7 @@ void add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scala
 void fill_kernel(const Tensor& out, const Scalar& value) {
   dispatch_all(out.dtype(), "strata::fill_", [&](auto tag) {
     using T = decltype(tag);
-    const T v = value.to<T>();
+    const T v = scalar_as<T>(value, "strata::fill_");
     run_rows(out, {}, [v](char** data, const int64_t* strides, int64_t n) {
       if (strides[0] == sizeof(T)) {
         std::fill_n(reinterpret_cast<T*>(data[0]), n, v);
@@ -284,8 +287,26 @@ namespace {
 // kTile x kTile blocks, whose source lines stay in L1 while the block is written.
 constexpr int64_t kTile = 32;
 
+// Converts one element. A floating value without an integer equivalent (NaN, inf,
+// out of range: the cast would be undefined behaviour) becomes 0 and raises the
+// flag; copy_kernel then throws.
 template <class Out, class Src>
-bool copy_transposed_tiles(const ElementwiseLayout& layout) {
+struct Convert {
+  std::atomic<bool>* out_of_range;
+  Out operator()(Src x) const {
+    if constexpr (std::is_floating_point_v<Src> && std::is_integral_v<Out> &&
+                  !std::is_same_v<Out, bool>) {
+      if (!has_integer_equivalent<Out>(x)) {
+        out_of_range->store(true, std::memory_order_relaxed);
+        return Out(0);
+      }
+    }
+    return static_cast<Out>(x);
+  }
+};
+
+template <class Out, class Src>
+bool copy_transposed_tiles(const ElementwiseLayout& layout, const Convert<Out, Src>& convert) {
   const int64_t rank = static_cast<int64_t>(layout.shape.size());
   if (rank < 2) return false;
   const DimVector& out_strides = layout.strides[0];
@@ -315,8 +336,8 @@ bool copy_transposed_tiles(const ElementwiseLayout& layout) {
           Out* out_row = reinterpret_cast<Out*>(out + r * out_strides[rank - 2]);
           const char* src_row = src + r * sizeof(Src);
           for (int64_t c = c0; c < c1; ++c) {
-            out_row[c] = static_cast<Out>(
-                *reinterpret_cast<const Src*>(src_row + c * src_strides[rank - 1]));
+            out_row[c] =
+                convert(*reinterpret_cast<const Src*>(src_row + c * src_strides[rank - 1]));
           }
         }
       }
@@ -332,12 +353,20 @@ void copy_kernel(const Tensor& out, const Tensor& src) {
     using Out = decltype(out_tag);
     dispatch_all(src.dtype(), "strata::copy_", [&](auto src_tag) {
       using Src = decltype(src_tag);
+      std::atomic<bool> out_of_range{false};
+      const Convert<Out, Src> convert{&out_of_range};
       ElementwiseLayout layout = make_elementwise_layout(out, {&src});
-      if (layout.numel == 0 || copy_transposed_tiles<Out, Src>(layout)) return;
-      layout.stream_output = output_streams(layout, sizeof(Out));
-      run_rows(layout, [](char** data, const int64_t* strides, int64_t n) {
-        unary_row<Out, Src>(data, strides, n, [](Src x) { return static_cast<Out>(x); });
-      });
+      if (layout.numel == 0) return;
+      if (!copy_transposed_tiles(layout, convert)) {
+        layout.stream_output = output_streams(layout, sizeof(Out));
+        run_rows(layout, [&convert](char** data, const int64_t* strides, int64_t n) {
+          unary_row<Out, Src>(data, strides, n, convert);
+        });
+      }
+      STRATA_CHECK(!out_of_range.load(std::memory_order_relaxed), "strata::copy_", "a ",
+                   src.dtype(), " source of shape ", shape_string(src.sizes()),
+                   " holds NaN, inf or a value out of range, which has no ", out.dtype(),
+                   " equivalent");
     });
   });
 }

@@ -5,14 +5,16 @@
 #include <utility>
 
 #include "kernels/cpu/elementwise_rows.h"
+#include "kernels/scalar_cast.h"
 #include "tensor/scalar.h"
 #include "tensor/tensor.h"
 
 namespace strata::cpu {
 namespace {
 
-// Int64 +, - and * wrap around (two's complement), as PyTorch's do in practice:
-// computed unsigned, since signed overflow is undefined behaviour.
+// Int64 +, - and * (also inside addcmul and mul_add) wrap around (two's
+// complement), as PyTorch's do in practice: computed unsigned, since signed
+// overflow is undefined behaviour.
 template <class T>
 constexpr bool kWraps = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 template <class T>
@@ -116,8 +118,8 @@ template <class Op>
 constexpr auto stateless = [](auto) { return Op{}; };
 
 template <template <class> class Op>
-auto scaled_by(const Scalar& alpha) {
-  return [&alpha](auto tag) { return Op<decltype(tag)>{alpha.to<decltype(tag)>()}; };
+auto scaled_by(const Scalar& alpha, const char* op) {
+  return [&alpha, op](auto tag) { return Op<decltype(tag)>{scalar_as<decltype(tag)>(alpha, op)}; };
 }
 
 }  // namespace
@@ -127,9 +129,10 @@ void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
   switch (op) {
     case BinaryOp::Add:
       return typed_binary<bool, int64_t, float, double>(out, a, b, "strata::add",
-                                                        scaled_by<Add>(alpha));
+                                                        scaled_by<Add>(alpha, "strata::add"));
     case BinaryOp::Sub:
-      return typed_binary<int64_t, float, double>(out, a, b, "strata::sub", scaled_by<Sub>(alpha));
+      return typed_binary<int64_t, float, double>(out, a, b, "strata::sub",
+                                                  scaled_by<Sub>(alpha, "strata::sub"));
     case BinaryOp::Mul:
       return typed_binary<bool, int64_t, float, double>(out, a, b, "strata::mul", stateless<Mul>);
     case BinaryOp::Div:
@@ -251,8 +254,10 @@ void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, cons
   check_fused_dtypes("strata::addcmul", out, {&self, &a, &b});
   dispatch_numeric(out.dtype(), "strata::addcmul", [&](auto tag) {
     using T = decltype(tag);
-    const T v = value.to<T>();
-    run_fused<T, 3>(out, {&self, &a, &b}, [v](T x, T y, T z) { return x + v * y * z; });
+    const T v = scalar_as<T>(value, "strata::addcmul");
+    run_fused<T, 3>(out, {&self, &a, &b}, [v](T x, T y, T z) {
+      return wrapping_add(x, wrapping_mul(wrapping_mul(v, y), z));
+    });
   });
 }
 
@@ -261,7 +266,9 @@ void mul_add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const T
   check_fused_dtypes("strata::mul_add", out, {&a, &b, &c, &d});
   dispatch_numeric(out.dtype(), "strata::mul_add", [&](auto tag) {
     using T = decltype(tag);
-    run_fused<T, 4>(out, {&a, &b, &c, &d}, [](T w, T x, T y, T z) { return w * x + y * z; });
+    run_fused<T, 4>(out, {&a, &b, &c, &d}, [](T w, T x, T y, T z) {
+      return wrapping_add(wrapping_mul(w, x), wrapping_mul(y, z));
+    });
   });
 }
 

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/scalar_cast.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
@@ -230,13 +231,18 @@ void scatter_rows(const ScatterLoop& loop, char* const* p, const int64_t* rs, in
   }
 }
 
-// target += alpha * source; for Bool, target |= alpha && source.
+// target += alpha * source; for Bool, target |= alpha && source. Int64 wraps
+// around as add does (computed unsigned: signed overflow is undefined behaviour).
 template <class T>
 struct AddScaled {
   T alpha;
   void operator()(T& target, T source) const {
     if constexpr (std::is_same_v<T, bool>) {
       target = target || (alpha && source);
+    } else if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      target =
+          static_cast<T>(static_cast<U>(target) + static_cast<U>(alpha) * static_cast<U>(source));
     } else {
       target += alpha * source;
     }
@@ -253,7 +259,7 @@ void run_scatter_add(const ScatterLoop& loop, ScalarType dtype, const Scalar& al
   const int64_t grain =
       std::max(kElementwiseGrain / loop.length + 1, std::min(per_thread, kMinRow));
   STRATA_DISPATCH_ALL_TYPES(dtype, op, [&] {
-    const AddScaled<scalar_t> accumulate{alpha.to<scalar_t>()};
+    const AddScaled<scalar_t> accumulate{scalar_as<scalar_t>(alpha, op)};
     parallel_for(0, loop.rest.numel, grain, [&](int64_t begin, int64_t end) {
       for_each_row(loop.rest, begin, end, [&](char** p, const int64_t* rs, int64_t n) {
         scatter_rows<scalar_t>(loop, p, rs, n, accumulate);
@@ -310,7 +316,7 @@ void masked_fill_kernel(const Tensor& out, const Tensor& self, const Tensor& mas
                         const Scalar& value) {
   ElementwiseLayout layout = make_elementwise_layout(out, {&self, &mask});
   STRATA_DISPATCH_ALL_TYPES(out.dtype(), "strata::masked_fill", [&] {
-    const scalar_t fill = value.to<scalar_t>();
+    const scalar_t fill = scalar_as<scalar_t>(value, "strata::masked_fill");
     auto row = [fill](char** data, const int64_t* strides, int64_t n) {
       if (strides[0] == sizeof(scalar_t) && strides[1] == sizeof(scalar_t) && strides[2] == 1) {
         scalar_t* out = reinterpret_cast<scalar_t*>(data[0]);

@@ -302,9 +302,30 @@ void small_gemm(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>&
 
 // out = beta * out + alpha * a @ b; with `parallel`, a large product is cut into
 // blocks of output rows (or columns, when the output is wide) run on TBB.
+// Int64 products wrap around as Int64 add and mul do, computed unsigned (signed
+// overflow is undefined behaviour: addmm's alpha and beta reach INT64_MIN).
+template <class T>
+void wrapping_gemm(const OutRef<T>& out, const MatrixRef<T>& a, const MatrixRef<T>& b, T beta,
+                   T alpha) {
+  using U = std::make_unsigned_t<T>;
+  for (int64_t i = 0; i < out.rows; ++i) {
+    for (int64_t j = 0; j < out.cols; ++j) {
+      U sum = 0;
+      for (int64_t p = 0; p < a.cols; ++p) {
+        sum += static_cast<U>(a.data[i * a.row_stride + p * a.col_stride]) *
+               static_cast<U>(b.data[p * b.row_stride + j * b.col_stride]);
+      }
+      T& target = out.data[i * out.row_stride + j];
+      const U kept = beta == T(0) ? U(0) : static_cast<U>(beta) * static_cast<U>(target);
+      target = static_cast<T>(kept + static_cast<U>(alpha) * sum);
+    }
+  }
+}
+
 template <class T>
 void gemm(const OutRef<T>& out, MatrixRef<T> a, MatrixRef<T> b, T beta, T alpha, bool parallel) {
   if (out.rows == 0 || out.cols == 0) return;
+  if constexpr (std::is_integral_v<T>) return wrapping_gemm(out, a, b, beta, alpha);
   if (is_small_product(out, a, b)) return small_gemm(out, a, b, beta, alpha);
   std::vector<T> a_packed, b_packed;
   a = packed_if_strided(a, a_packed);

@@ -157,5 +157,173 @@ TEST_F(FuzzFindings, BoxedUndefinedTensorForAnOptionalTensorIsNone) {
                                                             std::nullopt, true, 0.1, 1e-5)));
 }
 
+// fuzz_boxed_call: copy_ of a Float64 NaN or inf (from a transposed source, by
+// rows or by the tiled path) into an Int64 tensor cast NaN to an integer (undefined behaviour).
+// A floating value without an integer equivalent is an error; others truncate.
+TEST_F(FuzzFindings, CopyOfNanOrInfIntoIntegers) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  expect_contains(error_message([&] {
+                    (void)tensor({1.5, nan}).to(kFloat64).to(kInt64);
+                  }),
+                  {"strata::copy_", "NaN, inf or a value out of range", "Int64", "shape [2]"});
+  Tensor source = full({3, 3, 3}, 1.0, kFloat64);
+  source.select(0, 2).fill_(-inf);
+  Tensor out = zeros({3, 3, 3}, kInt64);
+  for (const Tensor& view : {source.transpose(0, 2), source.transpose(1, 2)}) {
+    expect_contains(error_message([&] { out.copy_(view); }),
+                    {"strata::copy_", "Float64 source of shape [3, 3, 3]"});
+  }
+  expect_contains(error_message([&] { (void)tensor({0x1p63}).to(kFloat64).to(kInt64); }),
+                  {"strata::copy_"});
+  EXPECT_EQ(tensor({2.7, -2.7, -0x1p63}).to(kFloat64).to(kInt64).to_vector<int64_t>(),
+            (std::vector<int64_t>{2, -2, std::numeric_limits<int64_t>::min()}));
+}
+
+// fuzz_boxed_call: constant_pad_nd's fill value -inf for an Int64 tensor was cast
+// to an integer (undefined behaviour): the op fills with the kernel directly,
+// past fill_'s check. It checks the value itself (for both backends), and the
+// CPU kernels taking a scalar for an integer tensor (fill, masked_fill, add/sub
+// alpha, addcmul, index_add) refuse one without an integer equivalent; a finite
+// value truncates.
+TEST_F(FuzzFindings, ScalarWithoutAnIntegerEquivalent) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  expect_contains(error_message([&] {
+                    (void)nn::pad(zeros({1, 2, 0}, kInt64), {1, 1}, "constant", -inf);
+                  }),
+                  {"constant_pad_nd", "the fill value -inf has no Int64 equivalent", "[1, 2, 0]"});
+  expect_contains(error_message([&] {
+                    (void)nn::pad(zeros({1}, kInt64), {1, 0}, "constant", nan);
+                  }),
+                  {"constant_pad_nd", "the fill value nan has no Int64 equivalent"});
+  EXPECT_EQ(nn::pad(zeros({1}, kInt64), {1, 0}, "constant", -2.5).to_vector<int64_t>(),
+            (std::vector<int64_t>{-2, 0}));
+  // The ops' own checks, which the kernels' back up.
+  expect_contains(error_message([&] { (void)full({2}, inf, kInt64); }),
+                  {"strata::fill_", "floating-point value inf"});
+  const Tensor n = arange(3);
+  expect_contains(error_message([&] { (void)n.masked_fill(n > 0, nan); }),
+                  {"strata::masked_fill", "floating-point value nan"});
+}
+
+// fuzz_boxed_call: slice_scatter with a step of INT64_MAX overflowed computing the
+// region's size (last - first + step - 1).
+TEST_F(FuzzFindings, SliceScatterWithAHugeStep) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const Tensor self = zeros({2, 2}, kInt64);
+  const Tensor src = tensor(std::vector<int64_t>{5, 6}, {2, 1});
+  EXPECT_EQ(slice_scatter(self, src, 1, std::nullopt, 2, max).to_vector<int64_t>(),
+            (std::vector<int64_t>{5, 0, 6, 0}));
+  expect_contains(error_message([&] { (void)slice_scatter(self, self, 1, std::nullopt, 2, max); }),
+                  {"slice_scatter"});
+}
+
+// fuzz_boxed_call: group_norm over 0 channels with num_groups INT64_MAX made
+// layer_norm count 2 * INT64_MAX rows (signed overflow) of an empty tensor; the
+// empty [2, INT64_MAX, 0] it normalizes is then refused by its allocation.
+TEST_F(FuzzFindings, GroupNormOfNoChannelsWithHugeGroups) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  expect_contains(error_message([&] { (void)nn::group_norm(zeros({2, 0, 0}), max); }),
+                  {"strata::layer_norm", "[2, 9223372036854775807, 0]", "too many elements"});
+  EXPECT_EQ(nn::group_norm(zeros({2, 0, 0}), 3).sizes(), zeros({2, 0, 0}).sizes());
+  EXPECT_EQ(nn::layer_norm(zeros({3, 0}), {0}).numel(), 0);
+}
+
+// fuzz_boxed_call: Int64 addmm with alpha INT64_MIN overflowed in Eigen's product
+// (signed overflow). Int64 products wrap around as Int64 mul does.
+TEST_F(FuzzFindings, Int64AddmmWraps) {
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  const Tensor m = tensor(std::vector<int64_t>{1, 2, 3, 4}, {2, 2});
+  // m @ m = [[7, 10], [15, 22]]; INT64_MIN * even = 0, INT64_MIN * odd = INT64_MIN.
+  EXPECT_EQ(addmm(m, m, m.t().t(), 4, min).to_vector<int64_t>(),
+            (std::vector<int64_t>{4 + min, 8, 12 + min, 16}));
+  EXPECT_EQ(addmm(m, m, m, 2, 3).to_vector<int64_t>(), (std::vector<int64_t>{23, 34, 51, 74}));
+  EXPECT_EQ(m.matmul(m).to_vector<int64_t>(), (std::vector<int64_t>{7, 10, 15, 22}));
+}
+
+// fuzz_boxed_call: Int64 addcmul with value INT64_MAX overflowed (signed
+// overflow); it wraps around as mul and add do, and so does mul_add.
+// Likewise arange from INT64_MIN by 2^62, whose i * step passes int64 though
+// every value is in range.
+TEST_F(FuzzFindings, Int64FusedArithmeticAndArangeWrap) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  const Tensor x = tensor(std::vector<int64_t>{1, 2}, {2});
+  const Tensor y = tensor(std::vector<int64_t>{-4, 3}, {2});
+  // Modulo 2^64: 1 + 16 max = 1 - 16, and 2 + 9 max = 2 + 2^63 - 9 = max - 6.
+  EXPECT_EQ(addcmul(x, y, y, max).to_vector<int64_t>(), (std::vector<int64_t>{-15, max - 6}));
+  EXPECT_EQ(addcmul(x, y, y, 2).to_vector<int64_t>(), (std::vector<int64_t>{33, 20}));
+  const int64_t big = int64_t{1} << 62;
+  EXPECT_EQ(arange(min, max, big).to_vector<int64_t>(),
+            (std::vector<int64_t>{min, -big, 0, big}));
+}
+
+// Int64 index_add with a huge alpha overflowed (signed overflow); it wraps
+// around as add does.
+TEST_F(FuzzFindings, Int64IndexAddWraps) {
+  const int64_t big = int64_t{1} << 62;
+  const Tensor index = tensor(std::vector<int64_t>{0, 0}, {2});
+  const Tensor source = tensor(std::vector<int64_t>{4, 1}, {2});
+  // 0 + 2^62 * 4 wraps to 0, then + 2^62 * 1.
+  EXPECT_EQ(zeros({1}, kInt64).index_add(0, index, source, big).to_vector<int64_t>(),
+            (std::vector<int64_t>{big}));
+  EXPECT_EQ(zeros({1}, kInt64).index_add(0, index, source, 2).to_vector<int64_t>(),
+            (std::vector<int64_t>{10}));
+}
+
+// fuzz_boxed_call: constant_pad_nd added pad amounts of INT64_MAX and INT64_MIN
+// to the size unchecked (signed overflow).
+TEST_F(FuzzFindings, PadAmountsPastInt64) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  expect_contains(error_message([&] {
+                    (void)nn::pad(ones({1}, kInt64), {3, max});
+                  }),
+                  {"constant_pad_nd", "[3, 9223372036854775807]", "past the int64 range"});
+  expect_contains(error_message([&] {
+                    (void)nn::pad(ones({2, 3, 1}), {-1, 3, min, min});
+                  }),
+                  {"constant_pad_nd", "past the int64 range"});
+  expect_contains(error_message([&] {
+                    (void)nn::pad(ones({1}), {min, max});
+                  }),
+                  {"past the int64 range"});
+  const Tensor x = tensor({1.0, 2.0, 3.0});
+  EXPECT_EQ(nn::pad(x, {1, -1}).to_vector<float>(), (std::vector<float>{0, 1, 2}));
+}
+
+// Found reading the code the fuzzer pointed at: a pooling window's span
+// (dilation * (kernel - 1) + 1) and padded size, narrow's start + length,
+// split's size + split_size - 1, conv's weight.size(1) * groups, and an Int64 arange with floating
+// ends overflowed or cast out of range.
+TEST_F(FuzzFindings, WindowNarrowAndArangeArithmeticPastInt64) {
+  const int64_t big = int64_t{1} << 62;
+  const Tensor image = arange(16, kFloat32).reshape({1, 4, 4});
+  expect_contains(error_message([&] { (void)nn::max_pool2d(image, {3}, {1}, {0}, {big}); }),
+                  {"max_pool2d", "past 2^63 - 1", "input shape [1, 4, 4]"});
+  expect_contains(error_message([&] {
+                    (void)nn::avg_pool2d(image, {2}, {1}, {std::numeric_limits<int64_t>::max()});
+                  }),
+                  {"avg_pool2d"});
+  EXPECT_EQ(nn::max_pool2d(image, {2}, {2}).to_vector<float>(), (std::vector<float>{5, 7, 13, 15}));
+  expect_contains(
+      error_message([&] { (void)arange(4).narrow(0, 1, std::numeric_limits<int64_t>::max()); }),
+      {"narrow", "exceeds the size 4"});
+  EXPECT_EQ(arange(4).narrow(0, -3, 3).to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3}));
+  const std::vector<Tensor> whole = arange(5).split(std::numeric_limits<int64_t>::max(), 0);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].numel(), 5);
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  expect_contains(
+      error_message([&] {
+        (void)nn::conv1d(ones({1, 0, 4}), ones({0, 2, 1}), std::nullopt, {1}, {0}, {1}, max);
+      }),
+      {"conv2d", "weight.size(1) * groups = more than 2^63 - 1"});
+  expect_contains(error_message([&] { (void)arange(1e19, 1.00000001e19, 1e10, kInt64); }),
+                  {"arange", "out of range for a Int64 result"});
+  EXPECT_EQ(arange(0.0, 5.0, 2.0, kInt64).to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 4}));
+}
+
 }  // namespace
 }  // namespace strata

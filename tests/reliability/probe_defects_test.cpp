@@ -7,8 +7,10 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "tests/test_support.h"
 
@@ -45,6 +47,46 @@ TEST_F(ProbeDefects, UndefinedTensorInABoxedCall) {
   Stack stack{IValue(ones({2})), IValue(Tensor()), IValue(Scalar(1))};
   expect_contains(error_message([&] { op.call_boxed(stack); }),
                   {"add.Tensor", "argument 'other'", "undefined tensor"});
+}
+
+// 1. An undefined tensor given for an optional tensor argument of a typed call is
+// None, as in a boxed call: the op runs as it does without that argument.
+TEST_F(ProbeDefects, UndefinedTensorForAnOptionalArgumentIsNone) {
+  const Tensor x = arange(6, kFloat64).reshape({2, 3}) * 0.5 - 1.0;
+  const Tensor w = arange(12, kFloat64).reshape({4, 3}) * 0.25 - 1.0;
+  EXPECT_TRUE(allclose(nn::linear(x, w, Tensor()), x.matmul(w.t())));
+
+  const Tensor centered = x - x.mean({-1}, true);
+  const Tensor normalized = centered / ((centered * centered).mean({-1}, true) + 1e-5).sqrt();
+  EXPECT_TRUE(allclose(nn::layer_norm(x, {3}, Tensor(), Tensor()), normalized));
+
+  const Tensor per_channel = x - x.mean({0}, true);
+  EXPECT_TRUE(allclose(nn::batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), /*training=*/true),
+                       per_channel / ((per_channel * per_channel).mean({0}, true) + 1e-5).sqrt()));
+
+  const Tensor target = tensor(std::vector<int64_t>{2, 0}, {2});
+  const std::vector<double> v = x.to_vector<double>();
+  EXPECT_NEAR(nn::nll_loss(x, target, Tensor()).item<double>(), -(v[2] + v[3]) / 2, 1e-12);
+
+  const Tensor image = arange(32, kFloat64).reshape({1, 2, 4, 4}) * 0.1;
+  const Tensor kernel = arange(36, kFloat64).reshape({2, 2, 3, 3}) * 0.05 - 0.5;
+  EXPECT_TRUE(
+      allclose(nn::conv2d(image, kernel, Tensor()), nn::conv2d(image, kernel, std::nullopt)));
+
+  const Tensor q = arange(12, kFloat64).reshape({1, 3, 4}) * 0.1;
+  EXPECT_TRUE(allclose(nn::scaled_dot_product_attention(q, q, q, Tensor(), /*is_causal=*/true),
+                       nn::scaled_dot_product_attention(q, q, q, std::nullopt, true)));
+}
+
+// The same under transforms: the batching rule and the derivative see None too.
+TEST_F(ProbeDefects, UndefinedTensorForAnOptionalArgumentUnderTransforms) {
+  const Tensor x = arange(6, kFloat64).reshape({2, 3}) * 0.5 - 1.0;
+  const Tensor w = arange(12, kFloat64).reshape({4, 3}) * 0.25 - 1.0;
+  auto batched = [&](const Tensor& row) { return nn::linear(row, w, Tensor()); };
+  EXPECT_TRUE(allclose(vmap(batched)(x), x.matmul(w.t())));
+  // d/dw sum(x w^T) = 1^T x: every row of the gradient is x summed over its rows.
+  auto loss = [&](const Tensor& weight) { return nn::linear(x, weight, Tensor()).sum(); };
+  EXPECT_TRUE(allclose(grad(loss)(w), x.sum({0}, true).expand({4, 3})));
 }
 
 // 2. A vmapped function that returns an undefined tensor.
