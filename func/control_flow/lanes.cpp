@@ -119,13 +119,14 @@ std::vector<Tensor> select_lanes(const Tensor& pred, const std::vector<Tensor>& 
 
 namespace {
 
-// Moves when t's memory is written. A functionalize level's write never
-// reaches memory; with `functional` it counts too (a functional wrapper's
-// generation moves with every write to it or its views).
+// Moves when t's memory is written. A functionalize level's write reaches no
+// memory anyone else can read (at most its root's own, Note [Writing the root's
+// memory]), so it does not count; with `functional` it does (a functional
+// wrapper's generation moves with every write to it or its views).
 uint64_t memory_version(const Tensor& t, bool functional) {
   if (!t.defined()) return 0;
-  if (const auto* f = functionalization::as_functional(t); f != nullptr && functional) {
-    return f->base()->generation;
+  if (const auto* f = functionalization::as_functional(t); f != nullptr) {
+    return functional ? f->base()->generation : 0;
   }
   const StorageImpl* storage = t.impl()->underlying_storage();
   return storage ? storage->version() : 0;
