@@ -54,6 +54,10 @@ Tensor as_strided_kernel(const Tensor& self, IntArrayRef sizes, IntArrayRef stri
                ": it has no storage of its own");
   const int64_t capacity =
       static_cast<int64_t>(self.impl()->storage()->nbytes()) / element_size(self.dtype());
+  // An empty view reads nothing, but its data pointer is still storage + offset,
+  // which must stay within (or one past) the storage.
+  STRATA_CHECK(!empty || offset <= capacity, op, "the empty view's storage offset ", offset,
+               " is past the end of a storage of ", capacity, " elements");
   STRATA_CHECK(empty || last < capacity, op, "sizes ", shape_string(sizes), ", strides ",
                shape_string(strides), " and offset ", offset, " reach element ", last,
                ", past the end of a storage of ", capacity, " elements");

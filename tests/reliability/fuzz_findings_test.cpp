@@ -325,5 +325,18 @@ TEST_F(FuzzFindings, WindowNarrowAndArangeArithmeticPastInt64) {
   EXPECT_EQ(arange(0.0, 5.0, 2.0, kInt64).to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 4}));
 }
 
+// libFuzzer boxed_call: as_strided_copy(x, [0, 1, 3, 3], [3, 3, 3, 3], 2^62): an empty
+// view at an offset past the storage made its data pointer overflow when copied.
+TEST_F(FuzzFindings, EmptyAsStridedViewPastTheStorage) {
+  const Tensor x = zeros({4}, kFloat64);
+  const int64_t huge = int64_t{1} << 62;
+  for (auto* op : {+[](const Tensor& t, int64_t o) { return t.as_strided({0, 1}, {3, 3}, o); },
+                   +[](const Tensor& t, int64_t o) { return t.as_strided({0, 1}, {3, 3}, o).clone(); }}) {
+    expect_contains(error_message([&] { (void)op(x, huge); }),
+                    {"as_strided", "storage offset 4611686018427387904", "storage of 4 elements"});
+    EXPECT_EQ(op(x, 4).numel(), 0);  // one past the end is still a valid empty view
+  }
+}
+
 }  // namespace
 }  // namespace strata
