@@ -3,8 +3,7 @@
 
 #include "ops/ops.h"
 #include "ops/shape_internal.h"
-#include "tensor/allocator.h"
-#include "tensor/storage.h"
+#include "tensor/dataless_storage.h"
 
 namespace strata::shape_detail {
 
@@ -19,29 +18,13 @@ Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int
       make_intrusive<TensorImpl>(self.impl()->storage(), self.dtype(), sizes, strides, offset));
 }
 
-namespace {
-
-// The owner of a stand-in's storage: a size with no memory behind it.
-class NoData final : public Allocator {
- public:
-  void* allocate(size_t /*nbytes*/) override {
-    STRATA_FAIL("strata", "a shape function's stand-in storage cannot allocate");
-  }
-  void deallocate(void* /*ptr*/, size_t /*nbytes*/) override {}
-  bool host_accessible() const override { return true; }
-};
-
-}  // namespace
-
 Tensor geometry_stand_in(const Tensor& t) {
   if (t.impl()->has_storage()) return t;
-  static NoData no_data;
   int64_t extent = t.numel() == 0 ? 0 : t.storage_offset() + 1;
   for (int64_t d = 0; d < t.dim() && extent > 0; ++d) extent += (t.sizes()[d] - 1) * t.strides()[d];
   const size_t nbytes = static_cast<size_t>(extent) * element_size(t.dtype());
-  return Tensor(make_intrusive<TensorImpl>(
-      StorageImpl::adopt_external(nullptr, nbytes, Device(), &no_data), t.dtype(), t.sizes(),
-      t.strides(), t.storage_offset()));
+  return Tensor(make_intrusive<TensorImpl>(dataless_storage(nbytes), t.dtype(), t.sizes(),
+                                           t.strides(), t.storage_offset()));
 }
 
 int64_t wrap_insert_dim(int64_t dim, int64_t rank, const char* op) {

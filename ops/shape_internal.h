@@ -36,6 +36,9 @@ int64_t wrap_insert_dim(int64_t dim, int64_t rank, const char* op);
 // holds no data, for a view kernel to compute geometry on when t has no storage
 // (a trace's fake tensor); t itself when it has storage.
 Tensor geometry_stand_in(const Tensor& t);
+// Throws unless src has the region's sizes and self's dtype and device (the
+// scatter ops: select/slice/diagonal/as_strided_scatter).
+void check_scatter_src(const Tensor& self, const Tensor& src, IntArrayRef region, const char* op);
 
 // ---- shape functions: a view reads no data, so its shape function is its
 // kernel called on the arguments, and the two cannot disagree.

@@ -16,6 +16,7 @@
 namespace strata {
 namespace {
 
+using shape_detail::check_scatter_src;
 using shape_detail::wrap_checked_dim;
 using shape_detail::zeros_shaped;
 
@@ -68,21 +69,12 @@ DimVector diagonal_region(IntArrayRef sizes, int64_t offset, int64_t dim1, int64
   return region;
 }
 
-void check_src(const Tensor& self, const Tensor& src, IntArrayRef region, const char* op) {
-  STRATA_CHECK(src.sizes() == region, op, "src of shape ", shape_string(src.sizes()),
-               " does not fit the region of shape ", shape_string(region), " of self (shape ",
-               shape_string(self.sizes()), ")");
-  STRATA_CHECK(src.dtype() == self.dtype(), op, "src is ", src.dtype(), " but self is ",
-               self.dtype());
-  STRATA_CHECK(src.device() == self.device(), op, "src is on ", src.device(), " but self is on ",
-               self.device());
-}
 
 // ---- kernels (every backend: a copy of self, then a write into its region)
 
 Tensor select_scatter_kernel(const Tensor& self, const Tensor& src, int64_t dim, int64_t index) {
   const char* op = "strata::select_scatter";
-  check_src(self, src, select_region(self.sizes(), dim, index, op), op);
+  check_scatter_src(self, src, select_region(self.sizes(), dim, index, op), op);
   Tensor out = self.clone();
   out.select(dim, index).copy_(src);
   return out;
@@ -92,7 +84,7 @@ Tensor slice_scatter_kernel(const Tensor& self, const Tensor& src, int64_t dim,
                             std::optional<int64_t> start, std::optional<int64_t> end,
                             int64_t step) {
   const char* op = "strata::slice_scatter";
-  check_src(self, src, slice_region(self.sizes(), dim, start, end, step, op), op);
+  check_scatter_src(self, src, slice_region(self.sizes(), dim, start, end, step, op), op);
   Tensor out = self.clone();
   out.slice(dim, start, end, step).copy_(src);
   return out;
@@ -101,7 +93,7 @@ Tensor slice_scatter_kernel(const Tensor& self, const Tensor& src, int64_t dim,
 Tensor diagonal_scatter_kernel(const Tensor& self, const Tensor& src, int64_t offset, int64_t dim1,
                                int64_t dim2) {
   const char* op = "strata::diagonal_scatter";
-  check_src(self, src, diagonal_region(self.sizes(), offset, dim1, dim2, op), op);
+  check_scatter_src(self, src, diagonal_region(self.sizes(), offset, dim1, dim2, op), op);
   Tensor out = self.clone();
   out.diagonal(offset, dim1, dim2).copy_(src);
   return out;
@@ -162,7 +154,7 @@ template <class Op>
 MetaList scatter_shape(OpArgs args) {
   const Tensor& self = shape::tensor_arg(args, 0);
   const Tensor& src = shape::tensor_arg(args, 1);
-  check_src(self, src, Op::region_sizes(self.sizes(), rest(args)), Op::name);
+  check_scatter_src(self, src, Op::region_sizes(self.sizes(), rest(args)), Op::name);
   return shape::single(self.sizes(), self.dtype());
 }
 
@@ -259,4 +251,17 @@ Tensor diagonal_scatter(const Tensor& self, const Tensor& src, int64_t offset, i
       .call(self, src, offset, dim1, dim2);
 }
 
+namespace shape_detail {
+
+void check_scatter_src(const Tensor& self, const Tensor& src, IntArrayRef region, const char* op) {
+  STRATA_CHECK(src.sizes() == region, op, "src of shape ", shape_string(src.sizes()),
+               " does not fit the region of shape ", shape_string(region), " of self (shape ",
+               shape_string(self.sizes()), ")");
+  STRATA_CHECK(src.dtype() == self.dtype(), op, "src is ", src.dtype(), " but self is ",
+               self.dtype());
+  STRATA_CHECK(src.device() == self.device(), op, "src is on ", src.device(), " but self is on ",
+               self.device());
+}
+
+}  // namespace shape_detail
 }  // namespace strata

@@ -259,20 +259,10 @@ void as_strided_forward(ForwardContext& c) {
 // self's layout, as as_strided does. The region's elements must not share a
 // location: a write through them has no single value.
 
-void check_scatter_src(const Tensor& self, const Tensor& src, IntArrayRef size, const char* op) {
-  STRATA_CHECK(src.sizes() == size, op, "src of shape ", shape_string(src.sizes()),
-               " does not fit the region of shape ", shape_string(size), " of self (shape ",
-               shape_string(self.sizes()), ")");
-  STRATA_CHECK(src.dtype() == self.dtype(), op, "src is ", src.dtype(), " but self is ",
-               self.dtype());
-  STRATA_CHECK(src.device() == self.device(), op, "src is on ", src.device(), " but self is on ",
-               self.device());
-}
-
 Tensor as_strided_scatter_kernel(const Tensor& self, const Tensor& src, IntArrayRef size,
                                  IntArrayRef stride, std::optional<int64_t> storage_offset) {
   const char* op = "strata::as_strided_scatter";
-  check_scatter_src(self, src, size, op);
+  shape_detail::check_scatter_src(self, src, size, op);
   STRATA_CHECK(self.impl()->has_storage(), op, "cannot scatter into a ", self.impl()->impl_name(),
                ": it has no storage of its own");
   const int64_t capacity =
@@ -293,7 +283,7 @@ Tensor as_strided_scatter_kernel(const Tensor& self, const Tensor& src, IntArray
 
 MetaList as_strided_scatter_shape(OpArgs args) {
   const Tensor& self = shape::tensor_arg(args, 0);
-  check_scatter_src(self, shape::tensor_arg(args, 1), args[2].to_int_list(),
+  shape_detail::check_scatter_src(self, shape::tensor_arg(args, 1), args[2].to_int_list(),
                     "strata::as_strided_scatter");
   return shape::single(self.sizes(), self.dtype());
 }

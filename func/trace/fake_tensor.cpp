@@ -1,8 +1,7 @@
 #include "func/trace/fake_tensor.h"
 
 #include "dispatcher/op_def.h"
-#include "tensor/allocator.h"
-#include "tensor/storage.h"
+#include "tensor/dataless_storage.h"
 #include "tensor/error.h"
 
 namespace strata {
@@ -24,16 +23,6 @@ class FakeTensorImpl final : public TensorImpl {
   size_t storage_nbytes_;
 };
 
-// The owner of a stand-in's storage: a size with no memory behind it.
-class NoData final : public Allocator {
- public:
-  void* allocate(size_t /*nbytes*/) override {
-    STRATA_FAIL("trace", "a fake tensor's stand-in storage cannot allocate");
-  }
-  void deallocate(void* /*ptr*/, size_t /*nbytes*/) override {}
-  bool host_accessible() const override { return true; }
-};
-
 // A fake tensor with t's geometry over a storage of storage_nbytes.
 Tensor fake_like_geometry(const Tensor& t, size_t storage_nbytes) {
   return Tensor(make_intrusive<FakeTensorImpl>(t.dtype(), t.device(), t.sizes(), t.strides(),
@@ -43,13 +32,11 @@ Tensor fake_like_geometry(const Tensor& t, size_t storage_nbytes) {
 // A tensor with fake's geometry over a storage of its size with no data, for a
 // view kernel, which computes geometry only, to read.
 Tensor stand_in(const Tensor& fake) {
-  static NoData no_data;
   STRATA_CHECK(fake.device().is_cpu(), "trace", "fake views of ", fake.device(),
                " tensors are not supported");
   const size_t nbytes = static_cast<const FakeTensorImpl*>(fake.impl())->storage_nbytes();
-  return Tensor(make_intrusive<TensorImpl>(
-      StorageImpl::adopt_external(nullptr, nbytes, Device(), &no_data), fake.dtype(),
-      fake.sizes(), fake.strides(), fake.storage_offset()));
+  return Tensor(make_intrusive<TensorImpl>(dataless_storage(nbytes), fake.dtype(), fake.sizes(),
+                                           fake.strides(), fake.storage_offset()));
 }
 
 void run_view(const OperatorHandle& op, Stack& stack, size_t first) {
