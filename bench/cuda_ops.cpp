@@ -1,4 +1,4 @@
-// GPU benchmarks (issue 25), run by scripts/gpu_check.sh on a machine with a GPU:
+// GPU benchmarks (issue 25), run by scripts/gpu_run_bundle.sh on a machine with a GPU:
 //  - add of two 64M Float32 tensors against a device-to-device copy of the same
 //    bytes (bytes_per_second counts what each reads and writes);
 //  - mm 4096 Float32 against cublasSgemm called directly on the same buffers;

@@ -1,4 +1,4 @@
-"""torch.func on the GPU, beside bench/cuda_ops.cpp (scripts/gpu_check.sh runs it when
+"""torch.func on the GPU, beside bench/cuda_ops.cpp (scripts/gpu_run_bundle.sh runs it when
 torch with CUDA is importable): the same add, mm and per-sample MLP and CNN gradients.
 Prints one line per case: "<case> <median ms> [peak MiB]"."""
 import statistics

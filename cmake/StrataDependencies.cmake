@@ -25,6 +25,11 @@ if(STRATA_ENABLE_CUDA)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
+  # H100/H200 (sm_90) and A100 (sm_80) unless the user names others; set before
+  # enable_language, which would otherwise take nvcc's oldest default.
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+    set(CMAKE_CUDA_ARCHITECTURES 80 90)
+  endif()
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()

@@ -40,30 +40,33 @@ struct ReusedIdentity {
   Tensor tensor;
   uint32_t version = 0;
 
-  bool reusable(int64_t n, ScalarType dtype) const {
-    if (!tensor.defined() || tensor.size(0) != n || tensor.dtype() != dtype) return false;
+  bool reusable(int64_t n, ScalarType dtype, Device device) const {
+    if (!tensor.defined() || tensor.size(0) != n || tensor.dtype() != dtype ||
+        tensor.device() != device) {
+      return false;
+    }
     const TensorImpl& impl = *tensor.impl();
     return impl.use_count() == 1 && impl.storage()->use_count() == 1 &&
            impl.storage()->version() == version;
   }
 };
 
-Tensor identity(int64_t n, ScalarType dtype) {
+Tensor identity(int64_t n, ScalarType dtype, Device device) {
   const bool reuse = layer_stack_empty() && !dispatcher_watched() &&
                      n * n * static_cast<int64_t>(element_size(dtype)) <= kReusedIdentityMaxBytes;
-  if (!reuse) return eye(n, n, dtype);
+  if (!reuse) return eye(n, n, dtype, device);
   thread_local ReusedIdentity cached;
-  if (!cached.reusable(n, dtype)) {
-    cached.tensor = eye(n, n, dtype);
+  if (!cached.reusable(n, dtype, device)) {
+    cached.tensor = eye(n, n, dtype, device);
     cached.version = cached.tensor.impl()->storage()->version();
   }
   return cached.tensor;
 }
 
 // Rows [start, start + count) of the n x n identity.
-Tensor identity_rows(int64_t start, int64_t count, int64_t n, ScalarType dtype) {
-  if (start == 0 && count == n) return identity(n, dtype);
-  Tensor rows = zeros({count, n}, dtype);
+Tensor identity_rows(int64_t start, int64_t count, int64_t n, ScalarType dtype, Device device) {
+  if (start == 0 && count == n) return identity(n, dtype, device);
+  Tensor rows = zeros({count, n}, dtype, device);
   rows.diagonal(start, 0, 1).fill_(1.0);
   return rows;
 }
@@ -72,7 +75,8 @@ Tensor identity_rows(int64_t start, int64_t count, int64_t n, ScalarType dtype) 
 // split per leaf: [count, leaf shape...] each.
 std::vector<Tensor> basis_chunk(const std::vector<Tensor>& leaves, int64_t n, int64_t start,
                                 int64_t count) {
-  const Tensor rows = identity_rows(start, count, n, leaves.front().dtype());
+  const Tensor rows =
+      identity_rows(start, count, n, leaves.front().dtype(), leaves.front().device());
   std::vector<Tensor> chunk;
   chunk.reserve(leaves.size());
   int64_t offset = 0;
@@ -82,6 +86,7 @@ std::vector<Tensor> basis_chunk(const std::vector<Tensor>& leaves, int64_t n, in
     DimVector shape(leaf.sizes());
     shape.insert(0, count);
     part = reshaped(part, shape);
+    if (part.device() != leaf.device()) part = part.to(leaf.device());
     chunk.push_back(part.dtype() == leaf.dtype() ? part : part.to(leaf.dtype()));
     offset += numel;
   }

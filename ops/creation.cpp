@@ -362,6 +362,12 @@ Tensor arange(const Scalar& end, std::optional<ScalarType> dtype) {
       .call(end, dtype, std::nullopt);
 }
 
+Tensor arange(const Scalar& end, std::optional<ScalarType> dtype, Device device) {
+  return STRATA_OP("strata::arange", "",
+                   Tensor(const Scalar&, std::optional<ScalarType>, std::optional<Device>))
+      .call(end, dtype, device);
+}
+
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
               std::optional<ScalarType> dtype) {
   return STRATA_OP("strata::arange", "start_step", ArangeSig)
@@ -375,6 +381,10 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps,
 
 Tensor eye(int64_t n, std::optional<int64_t> m, std::optional<ScalarType> dtype) {
   return STRATA_OP(kEye, "", EyeSig).call(n, m, dtype, std::nullopt);
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m, std::optional<ScalarType> dtype, Device device) {
+  return STRATA_OP(kEye, "", EyeSig).call(n, m, dtype, device);
 }
 
 Tensor empty_like(const Tensor& like, std::optional<ScalarType> dtype) {

@@ -29,10 +29,14 @@ Tensor full(IntArrayRef size, const Scalar& value, std::optional<ScalarType> dty
 Tensor arange(const Scalar& end, std::optional<ScalarType> dtype = std::nullopt);
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
               std::optional<ScalarType> dtype = std::nullopt);
+// The same on a device (made on the host and copied): positions that index or
+// mask a tensor live where it does.
+Tensor arange(const Scalar& end, std::optional<ScalarType> dtype, Device device);
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps,
                 std::optional<ScalarType> dtype = std::nullopt);
 Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt,
            std::optional<ScalarType> dtype = std::nullopt);
+Tensor eye(int64_t n, std::optional<int64_t> m, std::optional<ScalarType> dtype, Device device);
 // Same shape (and, unless given, dtype and device) as `like`.
 Tensor empty_like(const Tensor& like, std::optional<ScalarType> dtype = std::nullopt);
 Tensor zeros_like(const Tensor& like, std::optional<ScalarType> dtype = std::nullopt);
@@ -56,7 +60,8 @@ Tensor tensor(const std::vector<T>& values) {
 // so results never depend on the thread count. Floating dtypes only, except randint
 // (Int64 by default) and bernoulli (the dtype of p).
 Tensor rand(IntArrayRef size, const Generator& gen, std::optional<ScalarType> dtype = std::nullopt);
-Tensor randn(IntArrayRef size, const Generator& gen, std::optional<ScalarType> dtype = std::nullopt);
+Tensor randn(IntArrayRef size, const Generator& gen,
+             std::optional<ScalarType> dtype = std::nullopt);
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, const Generator& gen,
                std::optional<ScalarType> dtype = std::nullopt);
 // 1 with probability p (elementwise), else 0.

@@ -135,6 +135,7 @@ const Tensor& atan2__cpu(const Tensor& self, const Tensor& other) {
   if (self.device().is_cuda()) {
     gpu::atan2_kernel(self, InDtype(self, self.dtype()), InDtype(other, self.dtype()));
   } else {
+    on_device::check_host_inputs(name, self, other);
     cpu::binary_floating_map(self, InDtype(self, self.dtype()), InDtype(other, self.dtype()), name,
                              [](auto y, auto x) { return std::atan2(y, x); });
   }

@@ -17,9 +17,12 @@ namespace strata::on_device {
 // A CPU output with an input on a GPU (an in-place op on a CPU tensor): the error
 // names both devices.
 [[noreturn]] void throw_mixed_devices(const char* op, Device out, Device input);
-inline void check_host_inputs(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (__builtin_expect(a.device().is_cuda() || b.device().is_cuda(), 0)) {
-    throw_mixed_devices(op, out.device(), a.device().is_cuda() ? a.device() : b.device());
+template <class... Ts>
+void check_host_inputs(const char* op, const Tensor& out, const Ts&... inputs) {
+  if (__builtin_expect((inputs.device().is_cuda() || ...), 0)) {
+    Device gpu = out.device();
+    ((gpu = inputs.device().is_cuda() ? inputs.device() : gpu), ...);
+    throw_mixed_devices(op, out.device(), gpu);
   }
 }
 
@@ -54,23 +57,25 @@ inline void compare_kernel(cpu::CompareOp op, const Tensor& out, const Tensor& a
 inline void where_kernel(const Tensor& out, const Tensor& condition, const Tensor& a,
                          const Tensor& b) {
   if (out.device().is_cuda()) return gpu::where_kernel(out, condition, a, b);
-  check_host_inputs("strata::where", out, a, b);
-  check_host_inputs("strata::where", out, condition, condition);
+  check_host_inputs("strata::where", out, condition, a, b);
   cpu::where_kernel(out, condition, a, b);
 }
 inline void addcmul_kernel(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b,
                            const Scalar& value) {
-  out.device().is_cuda() ? gpu::addcmul_kernel(out, self, a, b, value)
-                         : cpu::addcmul_kernel(out, self, a, b, value);
+  if (out.device().is_cuda()) return gpu::addcmul_kernel(out, self, a, b, value);
+  check_host_inputs("strata::addcmul", out, self, a, b);
+  cpu::addcmul_kernel(out, self, a, b, value);
 }
 inline void mul_add_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
                            const Tensor& d) {
-  out.device().is_cuda() ? gpu::mul_add_kernel(out, a, b, c, d)
-                         : cpu::mul_add_kernel(out, a, b, c, d);
+  if (out.device().is_cuda()) return gpu::mul_add_kernel(out, a, b, c, d);
+  check_host_inputs("strata::mul_add", out, a, b, c, d);
+  cpu::mul_add_kernel(out, a, b, c, d);
 }
 inline void relu_backward_kernel(const Tensor& out, const Tensor& grad, const Tensor& output) {
-  out.device().is_cuda() ? gpu::relu_backward_kernel(out, grad, output)
-                         : cpu::relu_backward_kernel(out, grad, output);
+  if (out.device().is_cuda()) return gpu::relu_backward_kernel(out, grad, output);
+  check_host_inputs("strata::relu_backward", out, grad, output);
+  cpu::relu_backward_kernel(out, grad, output);
 }
 inline void fill_kernel(const Tensor& out, const Scalar& value) {
   out.device().is_cuda() ? gpu::fill_kernel(out, value) : cpu::fill_kernel(out, value);

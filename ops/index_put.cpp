@@ -217,10 +217,10 @@ struct BatchedIndices {
 
   // The indices of a batch-first self: arange(B) for the batch dim, then each
   // sample's.
-  Indices with_batch(int64_t batch_size) const {
+  Indices with_batch(int64_t batch_size, Device device) const {
     DimVector column(static_cast<size_t>(rank + 1), 1);
     column[0] = batch_size;
-    Indices out{arange(batch_size, kInt64).view(column)};
+    Indices out{arange(batch_size, kInt64, device).view(column)};
     for (const BatchedArg& arg : args) {
       out.push_back(arg.batched() ? batching::batch_first_padded(arg, rank) : arg.value);
     }
@@ -241,7 +241,7 @@ Tensor index_batched(const Tensor& self, const Indices& indices) {
   const batching::BelowThisLevel below;
   if (!data.batched() && !index.any_batched) return data.value.index(indices);
   const Tensor out = as_rows(batching::batch_first_expanded(data, at.batch_size), data)
-                        .index(index.with_batch(at.batch_size));
+                        .index(index.with_batch(at.batch_size, data.value.device()));
   return batching::make_batched(out, 0, at.level);
 }
 
@@ -267,11 +267,11 @@ std::optional<Tensor> index_put_physical(const Tensor& self, const Indices& indi
                        : source.value;
   if constexpr (kInPlace) {
     as_rows(batching::batch_first(data), data)
-        .index_put_(index.with_batch(at.batch_size), v, accumulate);
+        .index_put_(index.with_batch(at.batch_size, data.value.device()), v, accumulate);
     return self;
   } else {
     const Tensor out = as_rows(batching::batch_first_expanded(data, at.batch_size), data)
-                           .index_put(index.with_batch(at.batch_size), v, accumulate);
+                           .index_put(index.with_batch(at.batch_size, data.value.device()), v, accumulate);
     return batching::make_batched(data.logical_dim() == 0 ? out.squeeze(1) : out, 0, at.level);
   }
 }
@@ -309,7 +309,7 @@ Tensor masked_select_batched(const Tensor& self, const Tensor& mask) {
                         .expand(batch_sizes);
   if (sizes.empty()) expanded = expanded.unsqueeze(1);
   const BatchedIndices index({m.value.expand(sizes)}, at.level, kMaskedSelect);
-  return batching::make_batched(expanded.index(index.with_batch(at.batch_size)), 0, at.level);
+  return batching::make_batched(expanded.index(index.with_batch(at.batch_size, expanded.device())), 0, at.level);
 }
 
 // ---- the rows (Note [One op, one place]) ----

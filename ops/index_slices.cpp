@@ -89,7 +89,7 @@ std::optional<Indices> leading_form(const Tensor& self, const Indices& indices, 
     if (!index.defined()) {
       DimVector column(static_cast<size_t>(total), 1);
       column[static_cast<size_t>(next_slice++)] = self.sizes()[dim];
-      out.push_back(arange(self.sizes()[dim], kInt64).to(self.device()).view(column));
+      out.push_back(arange(self.sizes()[dim], kInt64, self.device()).view(column));
       ++dim;
       continue;
     }

@@ -270,7 +270,7 @@ Tensor einsum_operand_grad(const Equation& eq, const Tensor& grad, ArrayRef<Tens
   auto positions_along = [&](size_t dim) {
     DimVector shape(letters.size(), 1);
     shape[dim] = sizes[dim];
-    return arange(sizes[dim]).view(shape);
+    return arange(sizes[dim], kInt64, grad.device()).view(shape);
   };
   for (size_t p = 0; p < letters.size(); ++p) {
     const size_t first = letters.find(letters[p]);

@@ -1,6 +1,6 @@
 #include "ops/nn_common.h"
 
-#include "kernels/cpu/elementwise.h"
+#include "ops/elementwise_kernels.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 
@@ -9,7 +9,7 @@ namespace strata::nn_detail {
 Tensor contiguous(const Tensor& t) {
   if (t.is_contiguous()) return t;
   Tensor copy = make_empty_tensor(t.sizes(), t.dtype(), t.device(), "strata::contiguous");
-  cpu::copy_kernel(copy, t);
+  on_device::copy_kernel(copy, t);
   return copy;
 }
 

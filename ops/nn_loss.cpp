@@ -128,8 +128,7 @@ using autograd::sum_defined;
 // ignored target).
 Tensor picked_classes(const Tensor& input, const Tensor& target, int64_t ignore_index) {
   Tensor label = target.unsqueeze(-1);
-  Tensor classes = arange(input.sizes().back(), kInt64);  // a factory: made on the CPU
-  if (!input.device().is_cpu()) classes = classes.to(input.device());
+  const Tensor classes = arange(input.sizes().back(), kInt64, input.device());
   return (classes == label).logical_and(label != ignore_index);
 }
 

@@ -162,8 +162,8 @@ Tensor attention_composite(const Tensor& q, const Tensor& k, const Tensor& v,
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   if (is_causal) {
     // Query i attends to keys 0..i.
-    Tensor after = arange(k.size(-2)).unsqueeze(0) > arange(q.size(-2)).unsqueeze(1);
-    if (!q.device().is_cpu()) after = after.to(q.device());  // factories make CPU tensors
+    const Tensor after = arange(k.size(-2), kInt64, q.device()).unsqueeze(0) >
+                         arange(q.size(-2), kInt64, q.device()).unsqueeze(1);
     scores = scores.masked_fill(after, kNegInf);
   } else if (mask) {
     scores =

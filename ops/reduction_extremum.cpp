@@ -113,9 +113,7 @@ struct ExtremumDim {
     const int64_t count = rank == 0 ? 1 : sizes[static_cast<size_t>(dim)];
     if (rank > 0) column[0] = count;
     const Tensor winners = f.restore(c.output(1));
-    Tensor positions = arange(count, kInt64).view(column);  // a factory: made on the CPU
-    if (!winners.device().is_cpu()) positions = positions.to(winners.device());
-    return positions == winners;
+    return arange(count, kInt64, winners.device()).view(column) == winners;
   }
 };
 

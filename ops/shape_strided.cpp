@@ -212,9 +212,10 @@ struct StridedLocations {
     const auto [own_lo, own_hi] = std::minmax_element(o.begin(), o.end());
     const int64_t lo = std::min(*read_lo, *own_lo);
     span = std::max(*read_hi, *own_hi) - lo + 1;
-    auto shifted = [lo](std::vector<int64_t> p) {
+    auto shifted = [lo, device = self.device()](std::vector<int64_t> p) {
       for (int64_t& v : p) v -= lo;
-      return tensor(p);
+      const Tensor on_host = tensor(p);
+      return device.is_cpu() ? on_host : on_host.to(device);
     };
     read = shifted(r);
     own = shifted(o);

@@ -6,6 +6,7 @@
 
 #include "dispatcher/op_def.h"
 #include "kernels/cuda/softmax.h"
+#include "ops/device_choice.h"
 #include "ops/nn_backward.h"
 #include "ops/nn_common.h"
 #include "ops/op_facets.h"
@@ -89,7 +90,7 @@ Tensor softmax_backward_cpu(const Tensor& grad_output, const Tensor& output, int
   Tensor grad_input =
       make_empty_tensor(output.sizes(), output.dtype(), output.device(),
                         kLog ? "strata::log_softmax_backward" : "strata::softmax_backward");
-  if (grad_input.device().is_cuda()) {
+  if (on_device::any_cuda(grad_input, grad_output, output)) {
     gpu::softmax_backward_kernel(grad_input, contiguous(grad_output), contiguous(output), s, kLog);
   } else {
     cpu::softmax_backward_kernel(grad_input, contiguous(grad_output), contiguous(output), s, kLog);

@@ -47,7 +47,7 @@ GradList FormulaNode::apply(NodeVector<Tensor>& grads_out) {
   for (size_t i = 0; i < grads_out.size(); ++i) {
     const TensorMeta& meta = call_.outputs[i].meta;
     if (!grads_out[i].defined() && is_floating_point(meta.dtype)) {
-      grads_out[i] = zeros(meta.sizes, meta.dtype);
+      grads_out[i] = zeros(meta.sizes, meta.dtype, meta.device);
     }
   }
   GradList grads_in(call_.slots.size());
@@ -59,6 +59,9 @@ GradList FormulaNode::apply(NodeVector<Tensor>& grads_out) {
     const TensorMeta& meta = call_.slots[s];
     if (g.sizes() != IntArrayRef(meta.sizes)) g = sum_to(g, meta.sizes);
     if (g.dtype() != meta.dtype) g = g.to(meta.dtype);
+    // A gradient lives where its input does: a CPU number's beside GPU tensors
+    // comes back to the CPU.
+    if (g.device() != meta.device) g = g.to(meta.device);
   }
   return grads_in;
 }

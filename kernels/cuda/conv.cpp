@@ -1,10 +1,12 @@
 // conv2d and its two backward ops on CUDA through cuDNN (kernels/cuda/nn.h): NCHW
-// tensors, cross-correlation, the cuDNN heuristics' first algorithm that runs in
-// plain FMA math (TF32 would miss the CPU's results by ~1e-3), its workspace
+// tensors, cross-correlation, the fastest algorithm (timed once per shape) that
+// runs in plain FMA math and sums directly (TF32, FFT and Winograd would miss the
+// CPU's results), its workspace
 // from the caching allocator. One cuDNN handle per device, bound to the device's
 // stream (Note [One stream per device]). Built without cuDNN, the kernels raise.
 #include <array>
 #include <limits>
+#include <map>
 #include <mutex>
 
 #include "kernels/cuda/nn.h"
@@ -107,16 +109,94 @@ class ConvDescriptors {
   cudnnDataType_t type_;
 };
 
-// The first of the heuristics' candidates that runs without tensor-op math.
+// Algorithms that sum the same products as the CPU in FP32/FP64: the FFT and
+// Winograd ones transform the operands and miss the CPU's per-sample gradients by
+// up to ~1e-1 relative on small entries.
+bool direct_sum(cudnnConvolutionFwdAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool direct_sum(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+}
+bool direct_sum(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+
+// The first of the heuristics' candidates that runs without tensor-op math and
+// sums directly.
 template <class Perf>
 auto pick_algorithm(const Perf* perf, int count, const char* op) {
   for (int i = 0; i < count; ++i) {
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
-        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && direct_sum(perf[i].algo)) {
       return perf[i].algo;
     }
   }
-  STRATA_FAIL(op, "cuDNN offers no FMA-math algorithm for this convolution");
+  STRATA_FAIL(op, "cuDNN offers no FMA-math, direct-sum algorithm for this convolution");
+}
+
+constexpr int kCandidates = 16;
+
+// Note [Timing cuDNN's algorithms once per shape]
+// The heuristics' first choice can be far from the fastest (a grouped backward
+// filter, vmap's per-sample weight gradients, by 10x), so the first convolution
+// of each shape times every algorithm (cudnnFind*, as PyTorch's
+// cudnn.benchmark does) and the fastest one pick_algorithm accepts is kept for
+// that shape, dtype and device.
+using ShapeKey = std::array<int64_t, 18>;
+
+ShapeKey shape_key(const Conv2dGeometry& g, ScalarType dtype, Device device) {
+  return {g.batch,
+          g.in_channels,
+          g.out_channels,
+          g.groups,
+          g.in_h,
+          g.in_w,
+          g.out_h,
+          g.out_w,
+          g.kernel_h,
+          g.kernel_w,
+          g.stride_h,
+          g.stride_w,
+          g.pad_h,
+          g.pad_w,
+          g.dilation_h,
+          g.dilation_w,
+          static_cast<int64_t>(dtype),
+          device.index};
+}
+
+template <class Perf, class Find>
+auto fastest_algorithm(const ShapeKey& key, const char* op, Find find) {
+  using Algo = decltype(Perf{}.algo);
+  static std::mutex mutex;
+  static std::map<ShapeKey, Algo> found;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = found.find(key); it != found.end()) return it->second;
+  }
+  Perf perf[kCandidates];
+  int count = 0;
+  find(perf, &count);
+  const Algo algo = pick_algorithm(perf, count, op);
+  const std::lock_guard<std::mutex> lock(mutex);
+  found.emplace(key, algo);
+  return algo;
+}
+
+// An empty grad_output contributes nothing: the gradient is zero (cuDNN refuses
+// descriptors with a zero size).
+bool zeroed_when_empty(const Tensor& grad, const Tensor& grad_output) {
+  if (grad_output.numel() != 0) return false;
+  DeviceGuard guard(grad.device());
+  STRATA_CUDA_CHECK(cudaMemsetAsync(grad.impl()->data_ptr(), 0,
+                                    static_cast<size_t>(grad.numel()) * element_size(grad.dtype()),
+                                    stream_for(grad.device())),
+                    "strata::conv2d backward");
+  return true;
 }
 
 // Device scratch memory of at least `bytes` (kept alive by the returned tensor).
@@ -126,7 +206,6 @@ Tensor workspace(size_t bytes, Device device, const char* op) {
 }
 
 void* data(const Tensor& t) { return t.impl()->data_ptr(); }
-constexpr int kCandidates = 16;
 
 }  // namespace
 
@@ -140,12 +219,12 @@ void conv2d_forward_kernel(const Tensor& out, const Tensor& input, const Tensor&
   DeviceGuard guard(out.device());
   const cudnnHandle_t handle = handle_for(out.device());
   const ConvDescriptors d(g, out.dtype(), op);
-  cudnnConvolutionFwdAlgoPerf_t perf[kCandidates];
-  int count = 0;
-  STRATA_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, d.input, d.weight, d.conv,
-                                                            d.output, kCandidates, &count, perf),
-                     op);
-  const cudnnConvolutionFwdAlgo_t algo = pick_algorithm(perf, count, op);
+  const cudnnConvolutionFwdAlgo_t algo = fastest_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+      shape_key(g, out.dtype(), out.device()), op, [&](auto* perf, int* count) {
+        STRATA_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, d.input, d.weight, d.conv,
+                                                                d.output, kCandidates, count, perf),
+                           op);
+      });
   size_t bytes = 0;
   STRATA_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, d.input, d.weight, d.conv,
                                                              d.output, algo, &bytes),
@@ -174,16 +253,17 @@ void conv2d_backward_input_kernel(const Tensor& grad_input, const Tensor& grad_o
   constexpr const char* op = "strata::conv2d_backward_input";
   check_same_device(op, grad_input.device(), grad_output.device());
   check_same_device(op, grad_input.device(), weight.device());
-  if (grad_input.numel() == 0) return;
+  if (grad_input.numel() == 0 || zeroed_when_empty(grad_input, grad_output)) return;
   DeviceGuard guard(grad_input.device());
   const cudnnHandle_t handle = handle_for(grad_input.device());
   const ConvDescriptors d(g, grad_input.dtype(), op);
-  cudnnConvolutionBwdDataAlgoPerf_t perf[kCandidates];
-  int count = 0;
-  STRATA_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                         handle, d.weight, d.output, d.conv, d.input, kCandidates, &count, perf),
-                     op);
-  const cudnnConvolutionBwdDataAlgo_t algo = pick_algorithm(perf, count, op);
+  const cudnnConvolutionBwdDataAlgo_t algo = fastest_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+      shape_key(g, grad_input.dtype(), grad_input.device()), op, [&](auto* perf, int* count) {
+        STRATA_CUDNN_CHECK(
+            cudnnFindConvolutionBackwardDataAlgorithm(handle, d.weight, d.output, d.conv, d.input,
+                                                      kCandidates, count, perf),
+            op);
+      });
   size_t bytes = 0;
   STRATA_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d.weight, d.output,
                                                                   d.conv, d.input, algo, &bytes),
@@ -200,16 +280,18 @@ void conv2d_backward_weight_kernel(const Tensor& grad_weight, const Tensor& grad
   constexpr const char* op = "strata::conv2d_backward_weight";
   check_same_device(op, grad_weight.device(), grad_output.device());
   check_same_device(op, grad_weight.device(), input.device());
-  if (grad_weight.numel() == 0) return;
+  if (grad_weight.numel() == 0 || zeroed_when_empty(grad_weight, grad_output)) return;
   DeviceGuard guard(grad_weight.device());
   const cudnnHandle_t handle = handle_for(grad_weight.device());
   const ConvDescriptors d(g, grad_weight.dtype(), op);
-  cudnnConvolutionBwdFilterAlgoPerf_t perf[kCandidates];
-  int count = 0;
-  STRATA_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                         handle, d.input, d.output, d.conv, d.weight, kCandidates, &count, perf),
-                     op);
-  const cudnnConvolutionBwdFilterAlgo_t algo = pick_algorithm(perf, count, op);
+  const cudnnConvolutionBwdFilterAlgo_t algo =
+      fastest_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          shape_key(g, grad_weight.dtype(), grad_weight.device()), op, [&](auto* perf, int* count) {
+            STRATA_CUDNN_CHECK(
+                cudnnFindConvolutionBackwardFilterAlgorithm(handle, d.input, d.output, d.conv,
+                                                            d.weight, kCandidates, count, perf),
+                op);
+          });
   size_t bytes = 0;
   STRATA_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.input, d.output,
                                                                     d.conv, d.weight, algo, &bytes),

@@ -61,10 +61,8 @@ __device__ __forceinline__ Pack<T> load_pack(const Input<T>& in, int64_t p) {
 }
 
 template <class Index, class T>
-__device__ __forceinline__ T load_strided(const Input<T>& in, const Index* coord, int rank) {
+__device__ __forceinline__ T load_at(const Input<T>& in, Index offset) {
   if (!in.data) return in.value;
-  Index offset = 0;
-  for (int d = 0; d < rank; ++d) offset += coord[d] * static_cast<Index>(in.strides[d]);
   return *reinterpret_cast<const T*>(in.data + offset);
 }
 
@@ -88,27 +86,66 @@ __global__ void contiguous_kernel(int64_t n, Out* out, F f, Input<In>... in) {
   for (int64_t i = start; i < n; i += step) out[i] = f(load_dense(in, i)...);
 }
 
+// Division of a 32-bit index by a fixed divisor d < 2^31 as a multiply and a
+// shift (Granlund and Montgomery's method with shift = ceil(log2 d)): for
+// n < 2^31, n / d = (umulhi(n, magic) + n) >> shift. The strided kernel divides
+// by every dim's size for every element; a hardware division costs ~20 instructions.
+struct FastDivider {
+  uint32_t magic = 1;
+  uint32_t shift = 0;
+
+  static FastDivider of(int64_t d) {
+    FastDivider f;
+    while ((int64_t{1} << f.shift) < d) ++f.shift;
+    f.magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
+    return f;
+  }
+  __device__ __forceinline__ uint32_t divide(uint32_t n) const {
+    return (__umulhi(n, magic) + n) >> shift;
+  }
+};
+
 struct Sizes {
   int rank;
   int64_t v[kMaxDims];
+  FastDivider div[kMaxDims];  // of v, for 32-bit indices
 };
+
+// Each operand's byte offset accumulates in a register as the linear index is
+// split into coordinates (innermost first); the dim loop has a compile-time bound
+// so that no coordinate array goes to local memory.
+template <class Index, class Out, class F, class... In, size_t... I>
+__device__ __forceinline__ void strided_element(Index i, const Sizes& sizes, const Input<Out>& out,
+                                                F& f, std::index_sequence<I...>,
+                                                const Input<In>&... in) {
+  Index rest = i;
+  Index out_offset = 0;
+  Index offsets[sizeof...(In) + 1] = {};
+#pragma unroll
+  for (int d = kMaxDims - 1; d >= 0; --d) {
+    if (d >= sizes.rank) continue;
+    const Index size = static_cast<Index>(sizes.v[d]);
+    Index quotient;
+    if constexpr (sizeof(Index) == 4) {
+      quotient = static_cast<Index>(sizes.div[d].divide(static_cast<uint32_t>(rest)));
+    } else {
+      quotient = rest / size;
+    }
+    const Index c = rest - quotient * size;
+    rest = quotient;
+    out_offset += c * static_cast<Index>(out.strides[d]);
+    ((offsets[I] += c * static_cast<Index>(in.strides[d])), ...);
+  }
+  *reinterpret_cast<Out*>(const_cast<char*>(out.data) + out_offset) =
+      f(load_at<Index>(in, offsets[I])...);
+}
 
 template <class Index, class Out, class F, class... In>
 __global__ void strided_kernel(int64_t n, Sizes sizes, Input<Out> out, F f, Input<In>... in) {
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < static_cast<Index>(n); i += step) {
-    Index coord[kMaxDims];
-    Index rest = i;
-    Index out_offset = 0;
-    for (int d = sizes.rank - 1; d >= 0; --d) {
-      const Index size = static_cast<Index>(sizes.v[d]);
-      coord[d] = rest % size;
-      rest /= size;
-      out_offset += coord[d] * static_cast<Index>(out.strides[d]);
-    }
-    *reinterpret_cast<Out*>(const_cast<char*>(out.data) + out_offset) =
-        f(load_strided<Index>(in, coord, sizes.rank)...);
+    strided_element<Index, Out>(i, sizes, out, f, std::index_sequence_for<In...>{}, in...);
   }
 }
 
@@ -182,6 +219,7 @@ void launch_elementwise_impl(const char* op, const Tensor& out,
   int64_t reach = 0;  // the largest byte offset any operand reaches
   for (int d = 0; d < rank; ++d) {
     sizes.v[d] = layout.shape[d];
+    if (layout.shape[d] < (int64_t{1} << 31)) sizes.div[d] = FastDivider::of(layout.shape[d]);
     for (int k = 0; k <= static_cast<int>(sizeof...(In)); ++k) {
       const int64_t s = layout.strides[k][d];
       reach += (layout.shape[d] - 1) * (s < 0 ? -s : s);

@@ -35,6 +35,7 @@ namespace strata::gpu {
 
 inline constexpr int kMaxReductionDims = 16;
 inline constexpr int kReduceThreads = 256;
+inline constexpr int64_t kSmallGroup = 32;
 
 struct DimsOffset {
   int rank = 0;
@@ -42,6 +43,8 @@ struct DimsOffset {
   int64_t strides[kMaxReductionDims];  // elements
 
   __device__ int64_t offset(int64_t linear) const {
+    // One dim (a contiguous or merged group, the common case) needs no division.
+    if (rank == 1) return linear * strides[0];
     int64_t off = 0;
     for (int d = rank - 1; d >= 0; --d) {
       off += (linear % sizes[d]) * strides[d];
@@ -109,6 +112,21 @@ __global__ void reduce_kernel(R r, const typename R::In* in, DimsOffset kept, Di
   }
 }
 
+// Many outputs with small groups (a sum over a size-1 or short dim): one thread
+// per output folds its group alone, instead of a block with idle threads.
+template <class R>
+__global__ void reduce_per_thread_kernel(R r, const typename R::In* in, DimsOffset kept,
+                                         DimsOffset group_dims, int64_t group, int64_t outputs) {
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs;
+       o += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const typename R::In* base = in + kept.offset(o);
+    const double c = r.center(o);
+    typename R::Acc acc = r.identity();
+    for (int64_t p = 0; p < group; ++p) acc = r.step(acc, base[group_dims.offset(p)], p, c);
+    r.finish(o, acc, group);
+  }
+}
+
 // Block x folds output x's `slices` partial results and finishes it.
 template <class R>
 __global__ void finish_partials_kernel(R r, const typename R::Acc* partial, int64_t slices,
@@ -123,14 +141,27 @@ __global__ void finish_partials_kernel(R r, const typename R::Acc* partial, int6
 }
 
 // Splits self's dims into kept and reduced, both row-major; dims of size 1 are
-// dropped (they change no offset and no position).
+// dropped (they change no offset and no position), and a dim that continues the
+// previous one of its side in memory is merged into it (fewer divisions).
 inline void split_dims(const Tensor& self, cpu::DimMask reduced, DimsOffset& kept,
                        DimsOffset& group_dims) {
   STRATA_CHECK(self.dim() <= kMaxReductionDims, "reduction", "tensors of more than ",
                kMaxReductionDims, " dims are not supported on CUDA (got ", self.dim(), ")");
+  int64_t previous = -1;  // the last dim kept (not of size 1), and its side
+  bool previous_reduced = false;
   for (int64_t d = 0; d < self.dim(); ++d) {
     if (self.sizes()[d] == 1) continue;
-    DimsOffset& target = (reduced >> d) & 1 ? group_dims : kept;
+    const bool is_reduced = (reduced >> d) & 1;
+    DimsOffset& target = is_reduced ? group_dims : kept;
+    const bool continues = previous >= 0 && previous_reduced == is_reduced &&
+                           target.strides[target.rank - 1] == self.sizes()[d] * self.strides()[d];
+    previous = d;
+    previous_reduced = is_reduced;
+    if (continues) {
+      target.sizes[target.rank - 1] *= self.sizes()[d];
+      target.strides[target.rank - 1] = self.strides()[d];
+      continue;
+    }
     target.sizes[target.rank] = self.sizes()[d];
     target.strides[target.rank] = self.strides()[d];
     ++target.rank;
@@ -153,8 +184,15 @@ void run_reduction(const char* op, const R& r, const Tensor& self, cpu::DimMask 
   if (group == 0 || self.numel() == 0) {
     // Empty groups: each output is finished from the identity.
     const DimsOffset none{};
-    reduce_kernel<R><<<static_cast<unsigned>(outputs), 32, 0, stream>>>(r, in, none, none, 0, 0,
-                                                                        nullptr);
+    reduce_kernel<R>
+        <<<static_cast<unsigned>(outputs), 32, 0, stream>>>(r, in, none, none, 0, 0, nullptr);
+    return check_launch(op);
+  }
+  if (group <= kSmallGroup && outputs >= 4 * kReduceThreads) {
+    const int64_t blocks = (outputs + kReduceThreads - 1) / kReduceThreads;
+    reduce_per_thread_kernel<R>
+        <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kReduceThreads, 0, stream>>>(
+            r, in, kept, group_dims, group, outputs);
     return check_launch(op);
   }
   // Few outputs with large groups: slices of the group in parallel, then one pass
@@ -168,16 +206,16 @@ void run_reduction(const char* op, const R& r, const Tensor& self, cpu::DimMask 
   const int64_t slice_len = (group + slices - 1) / slices;
   const dim3 grid(static_cast<unsigned>(outputs), static_cast<unsigned>(slices));
   if (slices == 1) {
-    reduce_kernel<R><<<grid, kReduceThreads, 0, stream>>>(r, in, kept, group_dims, group,
-                                                          slice_len, nullptr);
+    reduce_kernel<R>
+        <<<grid, kReduceThreads, 0, stream>>>(r, in, kept, group_dims, group, slice_len, nullptr);
     return check_launch(op);
   }
   const int64_t words =
       static_cast<int64_t>((outputs * slices * sizeof(Acc) + sizeof(double) - 1) / sizeof(double));
   const Tensor partial_tensor = make_empty_tensor({words}, kFloat64, self.device(), op);
   Acc* partial = static_cast<Acc*>(partial_tensor.impl()->data_ptr());
-  reduce_kernel<R><<<grid, kReduceThreads, 0, stream>>>(r, in, kept, group_dims, group, slice_len,
-                                                        partial);
+  reduce_kernel<R>
+      <<<grid, kReduceThreads, 0, stream>>>(r, in, kept, group_dims, group, slice_len, partial);
   check_launch(op);
   finish_partials_kernel<R>
       <<<static_cast<unsigned>(outputs), kReduceThreads, 0, stream>>>(r, partial, slices, group);
@@ -233,8 +271,7 @@ struct SumReducer : ScalarShuffle<A> {
 // Max (or min) of x, or of |x|; NaN wins over every number. Bool is folded as
 // int64 (shuffles move 4- or 8-byte values).
 template <class T, class Out, bool kMax, bool kAbs = false>
-struct ExtremumReducer
-    : ScalarShuffle<std::conditional_t<std::is_same_v<T, bool>, int64_t, T>> {
+struct ExtremumReducer : ScalarShuffle<std::conditional_t<std::is_same_v<T, bool>, int64_t, T>> {
   using In = T;
   using Acc = std::conditional_t<std::is_same_v<T, bool>, int64_t, T>;
   Out* out;

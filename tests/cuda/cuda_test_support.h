@@ -11,12 +11,12 @@
 namespace strata::testing {
 
 // Skips the calling test, counted as skipped with the reason, when no GPU is present.
-#define STRATA_REQUIRE_CUDA()                                                                 \
-  do {                                                                                        \
-    if (!::strata::cuda_is_available()) {                                                     \
-      GTEST_SKIP() << "no CUDA device present (or no driver, or Strata built without "        \
-                      "CUDA): this test runs on a machine with a GPU (scripts/gpu_check.sh)"; \
-    }                                                                                         \
+#define STRATA_REQUIRE_CUDA()                                                                      \
+  do {                                                                                             \
+    if (!::strata::cuda_is_available()) {                                                          \
+      GTEST_SKIP() << "no CUDA device present (or no driver, or Strata built without "             \
+                      "CUDA): this test runs on a machine with a GPU (scripts/gpu_run_bundle.sh)"; \
+    }                                                                                              \
   } while (0)
 
 // t on `device` with the same sizes, strides and storage offset: its whole storage

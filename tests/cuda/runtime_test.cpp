@@ -82,6 +82,11 @@ TEST(CudaFactories, TakeTheirDevice) {
   EXPECT_EQ(z.to_vector<double>(), std::vector<double>(6, 0.0));
   EXPECT_EQ(f.to_vector<double>(), std::vector<double>(4, 2.5));
   EXPECT_TRUE(zeros_like(z).device().is_cuda());
+  const Tensor r = arange(5, kInt64, cuda(0));
+  const Tensor e = eye(2, 3, kFloat64, cuda(0));
+  EXPECT_TRUE(r.device().is_cuda() && e.device().is_cuda());
+  EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(e.to_vector<double>(), (std::vector<double>{1, 0, 0, 0, 1, 0}));
 }
 
 TEST(CudaElementwise, NumbersAndBroadcastsMixWithGpuTensors) {

@@ -41,10 +41,10 @@ inline Tensor copy_keeping_layout(const Tensor& t) {
   if (!t.impl()->has_storage()) return t.clone();
   int64_t extent = t.storage_offset() + 1;
   for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.sizes()[d] == 0) return empty(t.sizes(), t.dtype());
+    if (t.sizes()[d] == 0) return empty(t.sizes(), t.dtype(), t.device());
     extent += (t.sizes()[d] - 1) * t.strides()[d];
   }
-  Tensor base = empty({extent}, t.dtype());
+  Tensor base = empty({extent}, t.dtype(), t.device());
   Tensor copy = strided_view(base, t.sizes(), t.strides(), t.storage_offset());
   copy.copy_(t);
   return copy;

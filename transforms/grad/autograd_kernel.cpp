@@ -70,6 +70,7 @@ void collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t level
     if (!t.defined()) return;
     meta.sizes = DimVector(t.sizes());
     meta.dtype = t.dtype();
+    meta.device = t.device();
     if (requires_grad_at(t, level)) {
       meta.needs_grad = true;
       edge = gradient_edge(*wrapper_at_level(t, level));
@@ -157,6 +158,7 @@ void collect_outputs(const Stack& stack, size_t first, uint32_t saved_outputs, i
     OutputInfo& info = call.outputs.emplace_back();
     info.meta.sizes = DimVector(out.sizes());
     info.meta.dtype = out.dtype();
+    info.meta.device = out.device();
     if (keep && w) info.saved = w->value();
   };
   for (size_t i = first; i < stack.size(); ++i) {

@@ -13,6 +13,7 @@ namespace strata::autograd {
 struct TensorMeta {
   DimVector sizes;
   ScalarType dtype = ScalarType::Float32;
+  Device device = kCPU;
   bool needs_grad = false;
 };
 

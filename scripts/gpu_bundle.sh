@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the CUDA tests and benchmarks HERE and packs them, with the shared
+# libraries they need that a GPU machine's image lacks (TBB, OpenBLAS, Open MPI,
+# Google Benchmark: that image has CUDA, cuBLAS, cuDNN and PyTorch but none of
+# Debian's C++ packages), into gpu-bundle/bundle.tar.xz for scripts/gpu_run_bundle.sh.
+# CUDA's own libraries are not packed: the GPU machine's are used.
+#   scripts/gpu_bundle.sh [sm]   (default 90)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sm=${1:-90}
+build=build-gpu
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="$sm" -DSTRATA_BUILD_EXAMPLES=OFF >/dev/null
+ninja -C "$build" strata cuda_tests cuda_ops
+stage=$(mktemp -d)
+mkdir -p "$stage/lib" gpu-bundle
+cp "$build/tests/cuda_tests" "$build/bench/cuda_ops" "$stage/"
+ldd "$build/tests/cuda_tests" "$build/bench/cuda_ops" | awk '/=>/ {print $3}' | sort -u |
+  grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+)\.so|/libcu' |
+  xargs -I{} cp -L {} "$stage/lib/"
+strip --strip-debug "$stage"/cuda_tests "$stage"/cuda_ops "$stage"/lib/*.so*
+tar -C "$stage" -cJf gpu-bundle/bundle.tar.xz .
+rm -rf "$stage"
+ls -la gpu-bundle/bundle.tar.xz

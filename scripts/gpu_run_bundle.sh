@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# On a GPU machine: unpacks gpu-bundle/bundle.tar.xz (scripts/gpu_bundle.sh),
+# runs every CUDA test suite in its own process (one crash cannot hide the rest),
+# then the GPU benchmarks and, when torch with CUDA is importable, the torch.func
+# peer. Logs go to $OUT (or gpu-bundle/logs).
+#   scripts/gpu_run_bundle.sh [all|test|bench]
+#   scripts/gpu_run_bundle.sh bt GTEST_FILTER   (a backtrace of a crash, by cuda-gdb)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+phase=${1:-all}
+runs() { [[ $phase == all || $phase == "$1" ]]; }
+logs=${OUT:-gpu-bundle/logs}
+mkdir -p "$logs"
+dir=$(mktemp -d)
+tar -C "$dir" -xJf gpu-bundle/bundle.tar.xz
+# CUDA's libraries from the machine: the toolkit's or the PyTorch wheels'.
+cuda_libs=$(find /usr/local /opt /usr/lib -name 'libcublas.so.13' -o -name 'libcudnn.so.9' \
+  -o -name 'libcudart.so.13' -o -name 'libcublasLt.so.13' 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
+export LD_LIBRARY_PATH="$dir/lib:$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+status=0
+nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv | tee "$logs/device.txt"
+ldd "$dir/cuda_tests" | grep "not found" && exit 1
+
+if [[ $phase == bt ]]; then
+  for filter in ${2//:/ }; do
+    echo "== backtrace of $filter"
+    timeout 120 cuda-gdb -batch -ex run -ex bt --args "$dir/cuda_tests" --gtest_filter="$filter" 2>&1 |
+      grep -v "^\[New Thread\|^\[Thread\|^\[Detaching" | tail -40
+  done
+fi
+
+if runs test; then
+  echo "== CUDA tests ($(date +%T))"
+  "$dir/cuda_tests" --gtest_list_tests | grep -v '^ ' | tr -d '.' >"$dir/suites"
+  run_suite() {
+    timeout 200 "$1/cuda_tests" --gtest_filter="$2.*" >"$1/suite_$2.txt" 2>&1
+    echo "exit $? $2" >>"$1/suite_$2.txt"
+  }
+  export -f run_suite
+  xargs -P 6 -I{} bash -c 'run_suite "$0" {}' "$dir" <"$dir/suites"
+  cat "$dir"/suite_*.txt >"$logs/tests.txt"
+  grep -E '^exit' "$logs/tests.txt"
+  grep -E '^exit [^0]' "$logs/tests.txt" && status=1
+  grep -E '^\[  FAILED  \]|^\[  PASSED  \]' "$logs/tests.txt" | sort | uniq -c | sort -rn | head -60
+  echo "skipped: $(grep -c '^\[  SKIPPED \]' "$logs/tests.txt")"
+  grep -o "not on CUDA yet: .*" "$logs/tests.txt" | sed 's/not on CUDA yet: //' | sort | uniq -c |
+    sort -rn >"$logs/skips.txt" || true
+  head -25 "$logs/skips.txt"
+fi
+
+if runs bench; then
+  echo "== GPU benchmarks ($(date +%T))"
+  timeout 200 "$dir/cuda_ops" --benchmark_min_time=0.2 2>&1 | tee "$logs/bench.txt" || status=1
+  echo "== torch.func peer ($(date +%T))"
+  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    PYTHONUNBUFFERED=1 timeout 150 python3 bench/peer_cuda.py 2>&1 | tee "$logs/peer.txt" || status=1
+  else
+    echo "torch with CUDA is not importable here: no peer numbers"
+  fi
+fi
+exit $status
