@@ -11,19 +11,24 @@
 namespace strata {
 namespace {
 
-// See Note [Dispatch modes]: modes [0, tls_visible) are active.
-thread_local std::vector<std::shared_ptr<DispatchMode>> tls_modes;
-thread_local size_t tls_visible = 0;
-
 // The call a mode's dispatch() is handling, for call_next().
 struct ModeFrame {
   size_t index;
   DispatchKeySet keys;
 };
-thread_local const ModeFrame* tls_frame = nullptr;
 
-void set_visible(size_t n) {
-  tls_visible = n;
+// See Note [Dispatch modes]: modes [0, visible) are active. One thread-local
+// object at a fixed offset from the thread pointer (initial-exec, as the key
+// sets): a call through a mode reads and writes it many times.
+struct ModeState {
+  std::vector<std::shared_ptr<DispatchMode>> modes;
+  size_t visible = 0;
+  const ModeFrame* frame = nullptr;
+};
+thread_local ModeState tls __attribute__((tls_model("initial-exec")));
+
+void set_visible(ModeState& state, size_t n) {
+  state.visible = n;
   auto& local = local_dispatch_key_set();
   local.included = n > 0 ? local.included.add(DispatchKey::Mode)
                          : local.included.remove(DispatchKey::Mode);
@@ -31,37 +36,41 @@ void set_visible(size_t n) {
 
 class VisibleModesGuard {
  public:
-  explicit VisibleModesGuard(size_t n) : saved_(tls_visible) { set_visible(n); }
-  ~VisibleModesGuard() { set_visible(std::min(saved_, tls_modes.size())); }
+  VisibleModesGuard(ModeState& state, size_t n) : state_(state), saved_(state.visible) {
+    set_visible(state, n);
+  }
+  ~VisibleModesGuard() { set_visible(state_, std::min(saved_, state_.modes.size())); }
   VisibleModesGuard(const VisibleModesGuard&) = delete;
   VisibleModesGuard& operator=(const VisibleModesGuard&) = delete;
 
  private:
+  ModeState& state_;
   size_t saved_;
 };
 
 // Hands the call to the highest mode below `index`, or to the kernels.
 void pass_on(size_t index, const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  ModeState& state = tls;
   if (index == 0) {
-    VisibleModesGuard all(tls_modes.size());
+    VisibleModesGuard all(state, state.modes.size());
     op.redispatch_boxed(keys & DispatchKeySet::below(DispatchKey::Mode), stack);
     return;
   }
   const size_t i = index - 1;
-  std::shared_ptr<DispatchMode> mode = tls_modes[i];  // alive even if popped meanwhile
+  std::shared_ptr<DispatchMode> mode = state.modes[i];  // alive even if popped meanwhile
   const ModeFrame frame{i, keys};
-  const ModeFrame* saved_frame = tls_frame;
-  tls_frame = &frame;
   struct RestoreFrame {
+    ModeState& state;
     const ModeFrame* saved;
-    ~RestoreFrame() { tls_frame = saved; }
-  } restore{saved_frame};
-  VisibleModesGuard hide(i);
+    ~RestoreFrame() { state.frame = saved; }
+  } restore{state, state.frame};
+  state.frame = &frame;
+  VisibleModesGuard hide(state, i);
   mode->dispatch(op, stack);
 }
 
 void mode_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
-  pass_on(tls_visible, op, keys, stack);
+  pass_on(tls.visible, op, keys, stack);
 }
 
 // Note [Modes a call passes through]
@@ -71,9 +80,10 @@ void mode_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) 
 // and the kernel would run with all of them visible anyway), the call continues
 // typed below the Mode key: what call_next() would have done, without boxing it.
 PassThrough::Next mode_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
-  if (tls_visible != tls_modes.size()) return PassThrough::Next::Decline;
-  for (size_t i = 0; i < tls_visible; ++i) {
-    if (!tls_modes[i]->passes_on(op)) return PassThrough::Next::Decline;
+  const ModeState& state = tls;
+  if (state.visible != state.modes.size()) return PassThrough::Next::Decline;
+  for (size_t i = 0; i < state.visible; ++i) {
+    if (!state.modes[i]->passes_on(op)) return PassThrough::Next::Decline;
   }
   next = keys & DispatchKeySet::below(DispatchKey::Mode);
   return PassThrough::Next::WithKeys;
@@ -89,39 +99,43 @@ STRATA_LIBRARY_IMPL(_, Mode, m) {
 void DispatchMode::dispatch(const OperatorHandle& op, Stack& stack) { call_next(op, stack); }
 
 void DispatchMode::call_next(const OperatorHandle& op, Stack& stack) {
-  STRATA_CHECK(tls_frame != nullptr, "DispatchMode",
+  const ModeFrame* current = tls.frame;
+  STRATA_CHECK(current != nullptr, "DispatchMode",
                "call_next() may only be called from dispatch() while it handles a call");
-  const ModeFrame frame = *tls_frame;
+  const ModeFrame frame = *current;
   pass_on(frame.index, op, frame.keys, stack);
 }
 
 DispatchModeGuard::DispatchModeGuard(std::shared_ptr<DispatchMode> mode) {
   STRATA_CHECK(mode != nullptr, "DispatchModeGuard", "mode is null");
-  tls_modes.push_back(std::move(mode));
-  set_visible(tls_modes.size());
+  ModeState& state = tls;
+  state.modes.push_back(std::move(mode));
+  set_visible(state, state.modes.size());
 }
 
 DispatchModeGuard::~DispatchModeGuard() {
-  tls_modes.pop_back();
-  set_visible(std::min(tls_visible, tls_modes.size()));
+  ModeState& state = tls;
+  state.modes.pop_back();
+  set_visible(state, std::min(state.visible, state.modes.size()));
 }
 
-size_t dispatch_mode_stack_size() { return tls_modes.size(); }
+size_t dispatch_mode_stack_size() { return tls.modes.size(); }
 
 bool dispatcher_watched() {
-  return !tls_modes.empty() || detail::g_dispatch_trace_enabled.load(std::memory_order_relaxed);
+  return !tls.modes.empty() || detail::g_dispatch_trace_enabled.load(std::memory_order_relaxed);
 }
 
 bool modes_allow_inline_higher_order_ops() {
-  for (const auto& mode : tls_modes) {
+  for (const auto& mode : tls.modes) {
     if (!mode->allows_inline_higher_order_ops()) return false;
   }
   return true;
 }
 
 std::shared_ptr<DispatchMode> innermost_recording_mode() {
-  for (size_t i = tls_visible; i-- > 0;) {
-    if (!tls_modes[i]->allows_inline_higher_order_ops()) return tls_modes[i];
+  const ModeState& state = tls;
+  for (size_t i = state.visible; i-- > 0;) {
+    if (!state.modes[i]->allows_inline_higher_order_ops()) return state.modes[i];
   }
   return nullptr;
 }

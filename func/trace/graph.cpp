@@ -32,9 +32,12 @@ int64_t Graph::add_constant(Tensor value) {
 }
 
 size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeArg> args) {
-  const KernelFunction* kernel = &op.entry().lookup(keys.highest());
-  nodes_.push_back(GraphNode{op, keys, kernel, std::move(args), {}, nullptr});
-  nodes_.back().typed = typed_replay_for(nodes_.back());
+  GraphNode& node = nodes_.emplace_back();
+  node.op = op;
+  node.keys = keys;
+  node.kernel = &op.entry().lookup(keys.highest());
+  node.args = std::move(args);
+  node.typed = typed_replay_for(node);
   return nodes_.size() - 1;
 }
 

@@ -117,9 +117,11 @@ class Graph {
   const std::vector<int64_t>& outputs() const { return outputs_; }
 
   // Building (the recorder, the parser and the passes).
-  void reserve(size_t values, size_t nodes) {
+  void reserve(size_t values, size_t nodes, size_t inputs, size_t outputs) {
     values_.reserve(values);
     nodes_.reserve(nodes);
+    inputs_.reserve(inputs);
+    outputs_.reserve(outputs);
   }
   int64_t add_input(ValueType type);
   int64_t add_constant(Tensor value);

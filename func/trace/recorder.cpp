@@ -25,7 +25,7 @@
 namespace strata {
 
 GraphRecorder::GraphRecorder(TraceOptions options) : options_(std::move(options)) {
-  graph_.reserve(kExpectedValues, kExpectedNodes);
+  graph_.reserve(kExpectedValues, kExpectedNodes, kExpectedInputs, kExpectedOutputs);
 }
 
 int64_t GraphRecorder::value_of(const Tensor& t) {
@@ -107,7 +107,7 @@ void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
   args.reserve(schema.arguments().size());
   for (size_t i = first; i < stack.size(); ++i) {
     const IValue& v = stack[i];
-    NodeArg arg;
+    NodeArg& arg = args.emplace_back();
     if (v.is_tensor()) {
       arg.kind = NodeArg::Kind::Value;
       arg.values.push_back(value_of(v.to_tensor()));
@@ -122,7 +122,6 @@ void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
     } else {
       arg.constant = v;
     }
-    args.push_back(std::move(arg));
   }
   const Device arg_device = device_of(stack, first);
   ++inside_recorded_call_;

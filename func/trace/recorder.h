@@ -52,6 +52,8 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // A small function's graph fits without regrowing (regrowth moves every value).
   static constexpr size_t kExpectedValues = 32;
   static constexpr size_t kExpectedNodes = 16;
+  static constexpr size_t kExpectedInputs = 8;
+  static constexpr size_t kExpectedOutputs = 4;
 
   TraceOptions options_;
   Graph graph_;

@@ -10,10 +10,14 @@ namespace strata {
 // The recorder's map from a tensor (its TensorImpl's address) to its value id:
 // open addressing with linear probing, so binding a value allocates nothing until
 // the table grows. Each slot holds its tensor, so no bound address is reused
-// while the trace lasts.
+// while the trace lasts. A trace's table, once emptied, is kept for the thread's
+// next trace, so a small trace allocates no table at all.
 class ValueMap {
  public:
-  ValueMap() : slots_(kInitialSlots) {}
+  ValueMap();
+  ~ValueMap();
+  ValueMap(const ValueMap&) = delete;
+  ValueMap& operator=(const ValueMap&) = delete;
 
   // The id bound to impl, or -1.
   int64_t find(const TensorImpl* impl) const {
@@ -70,6 +74,8 @@ class ValueMap {
 
   std::vector<Slot> slots_;
   size_t used_ = 0;
+  // The emptied initial-size table of this thread's last trace, or nothing.
+  static thread_local std::vector<Slot> spare_;
 };
 
 }  // namespace strata

@@ -1,0 +1,21 @@
+#include "func/trace/value_map.h"
+
+namespace strata {
+
+thread_local std::vector<ValueMap::Slot> ValueMap::spare_;
+
+ValueMap::ValueMap() {
+  slots_.swap(spare_);
+  if (slots_.size() != kInitialSlots) slots_.assign(kInitialSlots, Slot{});
+}
+
+ValueMap::~ValueMap() {
+  // A grown table is freed: the spare stays small.
+  if (slots_.size() != kInitialSlots || !spare_.empty()) return;
+  for (Slot& s : slots_) {
+    if (s.tensor.defined()) s = Slot{};
+  }
+  spare_.swap(slots_);
+}
+
+}  // namespace strata
