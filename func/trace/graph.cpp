@@ -31,7 +31,7 @@ int64_t Graph::add_constant(Tensor value) {
   return static_cast<int64_t>(values_.size()) - 1;
 }
 
-size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, NodeArgs args) {
+size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeArg> args) {
   GraphNode& node = nodes_.emplace_back();
   node.op = op;
   node.keys = keys;
@@ -41,7 +41,7 @@ size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, NodeArgs args) {
   return nodes_.size() - 1;
 }
 
-size_t Graph::add_hop_node(const HigherOrderOperator& hop, NodeArgs args,
+size_t Graph::add_hop_node(const HigherOrderOperator& hop, std::vector<NodeArg> args,
                            std::vector<std::shared_ptr<const Graph>> subgraphs,
                            std::vector<int64_t> attrs) {
   GraphNode node;
@@ -118,7 +118,7 @@ Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
     const GraphNode& node = g.nodes()[n];
     sources_below(values_before(node));
     if (!keep_node[n]) continue;
-    NodeArgs args = node.args;
+    std::vector<NodeArg> args = node.args;
     for (NodeArg& arg : args) {
       for (int64_t& id : arg.values) id = mapped(id);
     }

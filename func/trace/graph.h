@@ -9,7 +9,6 @@
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/ivalue.h"
 #include "tensor/small_vector.h"
-#include "func/trace/inline_vector.h"
 #include "func/trace/typed_replay.h"
 #include "func/tree.h"
 #include "transforms/higher_order_op.h"
@@ -65,10 +64,6 @@ struct NodeResult {
   ValueIds values;
 };
 
-// A node's arguments and results, inline for the usual few.
-using NodeArgs = InlineVector<NodeArg, 4>;
-using NodeResults = InlineVector<NodeResult, 1>;
-
 class Graph;
 
 struct GraphNode {
@@ -77,8 +72,8 @@ struct GraphNode {
   // The kernel replay calls, resolved for the backend key at construction.
   DispatchKeySet keys;
   const KernelFunction* kernel = nullptr;
-  NodeArgs args;
-  NodeResults results;
+  std::vector<NodeArg> args;
+  std::vector<NodeResult> results;
   // The kernel's typed call, when it has one replay knows (Note [Typed replay]).
   TypedReplayFn typed = nullptr;
   // A higher-order operator's node (Note [Control flow in graphs] in
@@ -131,9 +126,9 @@ class Graph {
   int64_t add_input(ValueType type);
   int64_t add_constant(Tensor value);
   // Resolves the node's kernel for `keys` (its backend key); returns the node's index.
-  size_t add_node(OperatorHandle op, DispatchKeySet keys, NodeArgs args);
+  size_t add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeArg> args);
   // A higher-order operator's node; returns its index.
-  size_t add_hop_node(const HigherOrderOperator& hop, NodeArgs args,
+  size_t add_hop_node(const HigherOrderOperator& hop, std::vector<NodeArg> args,
                       std::vector<std::shared_ptr<const Graph>> subgraphs, std::vector<int64_t> attrs);
   // Starts the next result of node `node`: a tensor, or a tensor list.
   void begin_result(size_t node, bool is_list);

@@ -103,7 +103,7 @@ void GraphRecorder::execute(const OperatorHandle& op, Stack& stack) {
 void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
   const FunctionSchema& schema = op.schema();
   const size_t first = stack.size() - schema.arguments().size();
-  NodeArgs args;
+  std::vector<NodeArg> args;
   args.reserve(schema.arguments().size());
   for (size_t i = first; i < stack.size(); ++i) {
     const IValue& v = stack[i];
