@@ -203,6 +203,15 @@ std::optional<Tensor> scatter_step(const ViewStep& step, const Tensor& base, con
                               optional_int(a[2]));
   }
   if (name == "strata::transpose") return rearrange("strata::transpose", "int", value, a, remove);
+  if (name == "strata::t") return rearrange("strata::t", "", value, {}, remove);
+  // split's and unbind's steps (recorded with MutationsAndViews, where they run
+  // as split_copy and unbind_copy) name their piece by list_index.
+  if (name == "strata::split") {
+    const int64_t dim = wrap_dim(a[1].to_int(), base.dim(), "strata::split");
+    const int64_t start = step.list_index * a[0].to_int();
+    return slice_scatter(base, value, dim, start, start + value.sizes()[dim], 1);
+  }
+  if (name == "strata::unbind") return select_scatter(base, value, a[0].to_int(), step.list_index);
   if (name == "strata::permute") {
     const std::vector<int64_t>& dims = a[0].to_int_list();
     const int64_t rank = base.dim();
@@ -292,7 +301,10 @@ void sync(FunctionalTensorWrapper& w, Remove remove) {
 }
 
 void FunctionalizeInterpreter::process(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  if (decomposes(op.entry())) {
+  // A composite view with a _copy form (t, split, unbind) stays one op when views
+  // are removed, so that its _copy form is what runs.
+  if (decomposes(op.entry()) &&
+      !(remove_ == Remove::MutationsAndViews && op.entry().returns_view() && copy_variant(op))) {
     op.redispatch_boxed(DispatchKeySet(DispatchKey::Functionalize), stack);
     return;
   }
