@@ -25,7 +25,10 @@ bool may_share_elements(IntArrayRef sizes, IntArrayRef strides) {
   return false;
 }
 
-bool may_share_elements(const Tensor& t) { return may_share_elements(t.sizes(), t.strides()); }
+// A contiguous layout (most values) has none, without sorting its dims.
+bool may_share_elements(const Tensor& t) {
+  return !t.is_contiguous() && may_share_elements(t.sizes(), t.strides());
+}
 
 namespace {
 std::atomic<uint64_t> next_serial{1};
