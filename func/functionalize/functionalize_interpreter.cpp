@@ -411,13 +411,14 @@ void FunctionalizeInterpreter::view(const OperatorHandle& op, Stack& stack, size
   const Tensor self_tensor = stack[first].to_tensor();
   const FunctionalTensorWrapper& self = *as_functional(self_tensor);
   unwrap_arguments(stack, first, level, remove_);
-  const Stack args(stack.begin() + static_cast<std::ptrdiff_t>(first) + 1, stack.end());
+  Stack args(stack.begin() + static_cast<std::ptrdiff_t>(first) + 1, stack.end());
   // With MutationsAndViews the op's _copy form makes the value; whether the
   // view's elements would share memory follows from its arguments.
   const std::optional<OperatorHandle> copy =
       remove_ == Remove::MutationsAndViews ? copy_variant(op) : std::nullopt;
   const int64_t self_numel = stack[first].to_tensor().numel();
   call_below_top_layer(copy ? *copy : op, argument_keys(op, stack), stack);
+  const bool one_result = stack.size() == first + 1 && stack[first].is_tensor();
   auto wrap = [&](Tensor& t, int64_t list_index) {
     if (!t.defined()) return;
     const bool shares_elements =
@@ -426,7 +427,9 @@ void FunctionalizeInterpreter::view(const OperatorHandle& op, Stack& stack, size
       BelowTopLayer below;
       t = t.clone();
     }
-    t = make_functional_view(std::move(t), self, {op, args, list_index}, level, shares_elements);
+    // A single result takes the arguments; each of several results copies them.
+    ViewStep step{op, one_result ? std::move(args) : Stack(args), list_index};
+    t = make_functional_view(std::move(t), self, std::move(step), level, shares_elements);
   };
   for (size_t i = first; i < stack.size(); ++i) {
     IValue& result = stack[i];
