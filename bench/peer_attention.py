@@ -4,6 +4,7 @@ forward alone, and the gradient of sum(attention(q, k, v)) w.r.t. q, k and v.
 
     /usr/bin/python3 bench/peer_attention.py                               # PyTorch alone
     /usr/bin/python3 bench/peer_attention.py --strata build/bench/attention  # side by side
+    taskset -c 1 /usr/bin/python3 bench/peer_attention.py --strata build/bench/attention --threads 1
 
 PyTorch 1.13 has no public fused attention on the CPU; the peer is its math written out
 (the same ops PyTorch 2's CPU path composes): softmax(q k^T / sqrt(E) masked) v. With
@@ -32,10 +33,10 @@ def attention(q, k, v, causal):
     return torch.softmax(scores, -1) @ v
 
 
-def torch_times():
+def torch_times(thread_counts):
     times = {}
     gen = torch.Generator().manual_seed(26)
-    for threads in (1, 2):
+    for threads in thread_counts:
         torch.set_num_threads(threads)
         for length in LENGTHS:
             q, k, v = (torch.randn(BATCH, HEADS, length, EMBED, generator=gen) for _ in range(3))
@@ -53,9 +54,10 @@ def torch_times():
     return {key: t * 1e3 for key, t in times.items()}
 
 
-def strata_times(binary):
+def strata_times(binary, thread_counts):
+    threads = "|".join(str(t) for t in thread_counts)
     out = subprocess.run([binary, "--benchmark_format=json", "--benchmark_repetitions=5",
-                          "--benchmark_min_time=0.3"],
+                          "--benchmark_min_time=0.3", f"--benchmark_filter=/threads:({threads})/"],
                          check=True, capture_output=True, text=True).stdout
     times = {}
     for row in json.loads(out)["benchmarks"]:
@@ -70,9 +72,11 @@ def strata_times(binary):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--strata", help="path of Strata's attention benchmark binary")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                        help="thread counts to run (default: 1 2)")
     args = parser.parse_args()
-    strata = strata_times(args.strata) if args.strata else {}
-    peer = torch_times()
+    strata = strata_times(args.strata, args.threads) if args.strata else {}
+    peer = torch_times(args.threads)
     print(f"torch {torch.__version__}")
     print("| pass | L | causal | threads | Strata ms | PyTorch ms | PyTorch / Strata |")
     print("|---|---|---|---|---|---|---|")
