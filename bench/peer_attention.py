@@ -4,7 +4,8 @@ forward alone, and the gradient of sum(attention(q, k, v)) w.r.t. q, k and v.
 
     /usr/bin/python3 bench/peer_attention.py                               # PyTorch alone
     /usr/bin/python3 bench/peer_attention.py --strata build/bench/attention  # side by side
-    taskset -c 1 /usr/bin/python3 bench/peer_attention.py --strata build/bench/attention --threads 1
+    taskset -c 1 /usr/bin/python3 bench/peer_attention.py --strata build/bench/attention \
+        --threads 1 --cpu-time    # one pinned thread, CPU time (a loaded machine)
 
 PyTorch 1.13 has no public fused attention on the CPU; the peer is its math written out
 (the same ops PyTorch 2's CPU path composes): softmax(q k^T / sqrt(E) masked) v. With
@@ -15,13 +16,29 @@ import argparse
 import json
 import math
 import subprocess
+import time
 
 import torch
 
-from peer_conv2d import seconds_per_call
-
 BATCH, HEADS, EMBED = 32, 4, 32
 LENGTHS = (64, 128)
+
+
+def seconds_per_call(fn, clock, min_time=0.3, repetitions=5):
+    """The fastest of `repetitions` timed runs of at least min_time each, by `clock`."""
+    fn()
+    fn()
+    runs = []
+    for _ in range(repetitions):
+        calls, start = 0, clock()
+        while True:
+            fn()
+            calls += 1
+            elapsed = clock() - start
+            if elapsed >= min_time:
+                break
+        runs.append(elapsed / calls)
+    return min(runs)
 
 
 def attention(q, k, v, causal):
@@ -33,7 +50,7 @@ def attention(q, k, v, causal):
     return torch.softmax(scores, -1) @ v
 
 
-def torch_times(thread_counts):
+def torch_times(thread_counts, clock):
     times = {}
     gen = torch.Generator().manual_seed(26)
     for threads in thread_counts:
@@ -49,12 +66,12 @@ def torch_times(thread_counts):
                     leaves = [t.detach().requires_grad_() for t in (q, k, v)]
                     return torch.autograd.grad(attention(*leaves, causal).sum(), leaves)
 
-                times[("AttentionForward", length, causal, threads)] = seconds_per_call(forward)
-                times[("AttentionGrad", length, causal, threads)] = seconds_per_call(grad)
+                times[("AttentionForward", length, causal, threads)] = seconds_per_call(forward, clock)
+                times[("AttentionGrad", length, causal, threads)] = seconds_per_call(grad, clock)
     return {key: t * 1e3 for key, t in times.items()}
 
 
-def strata_times(binary, thread_counts):
+def strata_times(binary, thread_counts, field):
     threads = "|".join(str(t) for t in thread_counts)
     out = subprocess.run([binary, "--benchmark_format=json", "--benchmark_repetitions=5",
                           "--benchmark_min_time=0.3", f"--benchmark_filter=/threads:({threads})/"],
@@ -65,7 +82,7 @@ def strata_times(binary, thread_counts):
             continue
         name, *args = row["run_name"].split("/")
         key = (name, *(int(a.split(":")[1]) for a in args[:3]))
-        times[key] = min(times.get(key, float("inf")), row["real_time"])
+        times[key] = min(times.get(key, float("inf")), row[field])
     return times
 
 
@@ -74,9 +91,12 @@ def main():
     parser.add_argument("--strata", help="path of Strata's attention benchmark binary")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
                         help="thread counts to run (default: 1 2)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="compare process CPU time, not wall time (for a loaded machine)")
     args = parser.parse_args()
-    strata = strata_times(args.strata, args.threads) if args.strata else {}
-    peer = torch_times(args.threads)
+    field = "cpu_time" if args.cpu_time else "real_time"
+    strata = strata_times(args.strata, args.threads, field) if args.strata else {}
+    peer = torch_times(args.threads, time.process_time if args.cpu_time else time.perf_counter)
     print(f"torch {torch.__version__}")
     print("| pass | L | causal | threads | Strata ms | PyTorch ms | PyTorch / Strata |")
     print("|---|---|---|---|---|---|---|")
