@@ -20,6 +20,27 @@ std::vector<int64_t> with_batch(const std::vector<int64_t>& shape) {
   return out;
 }
 
+BothRaised& both_raised() {
+  thread_local BothRaised counter;
+  return counter;
+}
+
+Tensor finite_difference_gradient(const std::function<double(const Tensor&)>& f, const Tensor& x) {
+  const double eps = kFiniteDifferenceStep;
+  std::vector<double> v = x.to(kFloat64).contiguous().to_vector<double>();
+  std::vector<double> g;
+  for (double& vi : v) {
+    const double saved = vi;
+    vi = saved + eps;
+    const double up = f(tensor(v, x.sizes()));
+    vi = saved - eps;
+    const double down = f(tensor(v, x.sizes()));
+    vi = saved;
+    g.push_back((up - down) / (2 * eps));
+  }
+  return tensor(g, x.sizes());
+}
+
 namespace {
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
