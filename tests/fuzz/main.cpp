@@ -107,7 +107,10 @@ int main_impl(int argc, char** argv) {
   for (const auto& [message, n] : both_raised) {
     std::cout << "  both sides raised (agreed), " << n << " x " << message << "\n";
   }
-  std::cout << "  ops used:";
+  const NestedCoverage& nested = nested_coverage();
+  std::cout << "  transform stacks: " << nested.stacks.size() << " distinct sequences of layer kinds; by depth";
+  for (int d = 1; d <= 4; ++d) std::cout << " " << d << ": " << nested.by_depth[d];
+  std::cout << "\n  ops used:";
   for (OpKind kind : ops_seen) std::cout << " " << fuzz::name(kind) << ",";
   std::cout << "\n";
   return failures == 0 ? 0 : 1;

@@ -79,6 +79,12 @@ std::optional<Layer> draw_layer(std::mt19937_64& rng, Shape& in, Shape& out) {
   return std::nullopt;
 }
 
+const char* name(LayerKind kind) {
+  static const char* const names[kNumLayerKinds] = {"vmap",   "grad",   "vjp",           "jvp",
+                                                    "jacrev", "jacfwd", "functionalize", "replay"};
+  return names[static_cast<int>(kind)];
+}
+
 std::string describe(const std::vector<Layer>& layers) {
   std::ostringstream out;
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
@@ -183,6 +189,10 @@ std::string stack_vs_reference(const Program& p, std::mt19937_64& rng) {
   for (int tries = 0; static_cast<int>(layers.size()) < depth && tries < 16; ++tries) {
     if (std::optional<Layer> layer = draw_layer(rng, in, out)) layers.push_back(std::move(*layer));
   }
+  std::string kinds;
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) kinds += std::string(name(it->kind)) + " > ";
+  nested_coverage().stacks.insert(kinds);
+  ++nested_coverage().by_depth[layers.size()];
   const Tensor x = random_tensor(rng, in);
   const Fn program = [&p, y](const Tensor& a) { return run(p, a, y); };
   auto build = [&](Fn (*wrap)(const Layer&, Fn)) {
@@ -196,6 +206,11 @@ std::string stack_vs_reference(const Program& p, std::mt19937_64& rng) {
 }
 
 }  // namespace
+
+NestedCoverage& nested_coverage() {
+  static NestedCoverage coverage;
+  return coverage;
+}
 
 const std::vector<Check>& nested_checks() {
   static const std::vector<Check> checks = {
