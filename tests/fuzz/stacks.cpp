@@ -86,7 +86,9 @@ std::string cond_vs_loop(const Program& p, std::mt19937_64& rng) {
                    : grad([&](const Tensor& u) { return other(u, b).sum(); })(a);
         });
       },
-      1e-12);
+      // Batched and per-sample sums round differently: 2e-12 relative was seen
+      // (program seed 7178232, gradients near 700).
+      1e-10);
 }
 
 // The program as a custom function whose vjp rule is the program's vjp: grad uses
