@@ -7,9 +7,7 @@ namespace strata::fuzz {
 
 Tensor random_tensor(std::mt19937_64& rng, const std::vector<int64_t>& shape, ScalarType dtype) {
   std::normal_distribution<double> normal;
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<double> values(static_cast<size_t>(n));
+  std::vector<double> values(static_cast<size_t>(num_elements(shape)));
   for (double& v : values) v = normal(rng);
   return tensor(values, shape).to(dtype);
 }

@@ -29,12 +29,6 @@ struct Layer {
 // Layers keep every shape under this many elements (a Jacobian multiplies sizes).
 inline constexpr int64_t kMaxElements = 64;
 
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 Shape concat(const Shape& a, const Shape& b) {
   Shape out = a;
   out.insert(out.end(), b.begin(), b.end());
@@ -47,7 +41,9 @@ std::optional<Layer> draw_layer(std::mt19937_64& rng, Shape& in, Shape& out) {
   Layer layer{static_cast<LayerKind>(rng() % kNumLayerKinds)};
   switch (layer.kind) {
     case LayerKind::Vmap: {
-      if (numel(in) * kBatch > kMaxElements || numel(out) * kBatch > kMaxElements) return std::nullopt;
+      if (num_elements(in) * kBatch > kMaxElements || num_elements(out) * kBatch > kMaxElements) {
+        return std::nullopt;
+      }
       const auto in_rank = static_cast<int64_t>(in.size()), out_rank = static_cast<int64_t>(out.size());
       layer.in_dim = static_cast<int64_t>(rng() % (in.size() + 1));
       layer.out_dim = static_cast<int64_t>(rng() % (out.size() + 1));
@@ -67,7 +63,7 @@ std::optional<Layer> draw_layer(std::mt19937_64& rng, Shape& in, Shape& out) {
     case LayerKind::Jvp: layer.operand = random_tensor(rng, in); return layer;
     case LayerKind::Jacrev:
     case LayerKind::Jacfwd:
-      if (numel(in) * numel(out) > kMaxElements) return std::nullopt;
+      if (num_elements(in) * num_elements(out) > kMaxElements) return std::nullopt;
       layer.chunk_size = static_cast<int64_t>(rng() % 3);
       out = concat(out, in);
       return layer;

@@ -16,12 +16,6 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 // Every register's shape is broadcast-compatible with x's and y's full shape, so
 // any two registers broadcast together.
 Shape broadcast(const Shape& a, const Shape& b) {
@@ -52,7 +46,9 @@ Shape result_shape(const Instruction& in, const Shape& a, const Shape& b) {
 // Whether an in-place op's operand b fits a: an in-place op cannot grow its output.
 bool in_place_fits(OpKind kind, const Shape& a, const Shape& b) {
   if (kind == OpKind::AddInPlace) return broadcast(a, b) == a;
-  if (kind == OpKind::MulThroughView) return numel(b) == numel(a) || numel(b) == 1;
+  if (kind == OpKind::MulThroughView) {
+    return num_elements(b) == num_elements(a) || num_elements(b) == 1;
+  }
   return true;
 }
 
@@ -98,6 +94,12 @@ Program random_program(std::mt19937_64& rng) {
     p.code.push_back(in);
   }
   return p;
+}
+
+int64_t num_elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
 }
 
 std::vector<int64_t> output_shape(const Program& p) { return register_shapes(p).back(); }

@@ -45,6 +45,8 @@ struct Program {
 };
 
 Program random_program(std::mt19937_64& rng);
+// The number of elements of a tensor of `shape`.
+int64_t num_elements(const std::vector<int64_t>& shape);
 // The shape of the program's output (the last register).
 std::vector<int64_t> output_shape(const Program& p);
 // Runs the program on (x, y); the result is the last register.
