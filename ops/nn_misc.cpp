@@ -11,6 +11,7 @@
 #include "kernels/cuda/nn.h"
 #include "kernels/cuda/random.h"
 #include "ops/device_choice.h"
+#include "ops/elementwise_backward.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/linalg.h"
 #include "ops/linalg_views.h"
@@ -252,27 +253,30 @@ void embedding_backward(BackwardContext& c) {
 }
 
 // x^ = (x - mean) * rstd over the normalized dims (the last `count` of x), rows
-// independent.
+// independent; x^ is formed only for the weight's terms.
 struct Normalized {
   DimVector dims;
+  Tensor centered;  // x - mean
   Tensor rstd;
-  Tensor value;  // x^
+  Tensor value() const { return centered * rstd; }
 };
 
 Normalized normalize(const Tensor& x, size_t count, double eps) {
   Normalized n;
   for (int64_t d = x.dim() - static_cast<int64_t>(count); d < x.dim(); ++d) n.dims.push_back(d);
-  const Tensor centered = x - x.mean(n.dims, true);
-  n.rstd = (centered.square().mean(n.dims, true) + eps).rsqrt();
-  n.value = centered * n.rstd;
+  n.centered = x - x.mean(n.dims, true);
+  n.rstd = (n.centered.square().mean(n.dims, true) + eps).rsqrt();
   return n;
 }
 
 // The Jacobian of x -> x^ applied to h: rstd * (h - mean(h) - x^ * mean(h * x^)),
 // the two means removing the components of h along the directions the
 // normalization projects out. It is symmetric, so this is also its transpose.
+// With c = x - mean it is h * rstd - c * (mean(h * c) * rstd^3) - mean(h) * rstd:
+// one fused pass over the full-size operands, the rest per row.
 Tensor normalize_derivative(const Tensor& h, const Normalized& n) {
-  return n.rstd * (h - h.mean(n.dims, true) - n.value * (h * n.value).mean(n.dims, true));
+  const Tensor along = (h * n.centered).mean(n.dims, true) * n.rstd.pow(3);
+  return mul_add(h, n.rstd, n.centered, -along) - h.mean(n.dims, true) * n.rstd;
 }
 
 // out = x^ * weight + bias.
@@ -284,7 +288,7 @@ void layer_norm_backward(BackwardContext& c) {
   if (c.needs_grad(0)) {
     c.set_grad(0, normalize_derivative(c.arg(2).is_none() ? g : g * c.input(2), n));
   }
-  if (c.needs_grad(2)) c.set_grad(2, g * n.value);
+  if (c.needs_grad(2)) c.set_grad(2, g * n.value());
 }
 
 void layer_norm_forward(ForwardContext& c) {
@@ -295,7 +299,7 @@ void layer_norm_forward(ForwardContext& c) {
       tangent = normalize_derivative(c.tangent(0), n);
       if (!c.arg(2).is_none()) tangent = tangent * c.input(2);
     }
-    if (c.has_tangent(2)) tangent = sum_defined(std::move(tangent), n.value * c.tangent(2));
+    if (c.has_tangent(2)) tangent = sum_defined(std::move(tangent), n.value() * c.tangent(2));
   }
   tangent = sum_defined(std::move(tangent), c.tangent(3));
   c.set_tangent(0, std::move(tangent));

@@ -199,4 +199,7 @@ OpDef copy_op(const char* schema, KernelFunction derivative) {
           .flops = &flops::zero};
 }
 
+// as_strided_scatter's batching rule (shape_strided_scatter_batching.cpp).
+void as_strided_scatter_batched(const OperatorHandle& op, DispatchKeySet keys, Stack& stack);
+
 }  // namespace strata::shape_detail

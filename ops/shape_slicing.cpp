@@ -80,22 +80,48 @@ Tensor narrow_composite(const Tensor& self, int64_t dim, int64_t start, int64_t 
   return self.slice(d, start, start + length, 1);
 }
 
-// Pieces of split_size along dim, the last one shorter when the size does not divide.
-std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int64_t dim) {
-  const char* op = "strata::split";
+// Where the pieces of split_size along dim start (the last one shorter when the
+// size does not divide); `op` names split or split_copy in errors.
+struct SplitPieces {
+  int64_t dim, size, split_size, count;
+  int64_t length(int64_t i) const { return std::min(split_size, size - i * split_size); }
+};
+
+SplitPieces split_pieces(const Tensor& self, int64_t split_size, int64_t dim, const char* op) {
   const int64_t d = existing_dim(self, dim, op);
   const int64_t size = self.sizes()[d];
   STRATA_CHECK(split_size > 0 || (split_size == 0 && size == 0), op, "split_size must be positive",
                " (or 0 for a dim of size 0), got ", split_size, " for dim ", dim, " of size ",
                size);
   // ceil(size / split_size), without size + split_size - 1 overflowing for a huge split_size.
-  const int64_t pieces =
+  const int64_t count =
       split_size == 0 ? 1 : std::max<int64_t>(size / split_size + (size % split_size != 0), 1);
+  return {d, size, split_size, count};
+}
+
+std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int64_t dim) {
+  const SplitPieces p = split_pieces(self, split_size, dim, "strata::split");
   std::vector<Tensor> out;
-  out.reserve(static_cast<size_t>(pieces));
-  for (int64_t i = 0; i < pieces; ++i) {
+  out.reserve(static_cast<size_t>(p.count));
+  for (int64_t i = 0; i < p.count; ++i) {
+    out.push_back(self.narrow(p.dim, i * split_size, p.length(i)));
+  }
+  return out;
+}
+
+// split_copy and unbind_copy (what functionalize(f, Remove::MutationsAndViews)
+// records for split and unbind): each piece by the _copy form of its view, so
+// a trace of them holds no view op, and every facet is those forms'.
+std::vector<Tensor> split_copy_composite(const Tensor& self, int64_t split_size, int64_t dim) {
+  const SplitPieces p = split_pieces(self, split_size, dim, "strata::split_copy");
+  const auto& slice_copy = STRATA_OP(
+      "strata::slice_copy", "Tensor",
+      Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t));
+  std::vector<Tensor> out;
+  out.reserve(static_cast<size_t>(p.count));
+  for (int64_t i = 0; i < p.count; ++i) {
     const int64_t start = i * split_size;
-    out.push_back(self.narrow(d, start, std::min(split_size, size - start)));
+    out.push_back(slice_copy.call(self, p.dim, start, start + p.length(i), 1));
   }
   return out;
 }
@@ -124,6 +150,16 @@ std::vector<Tensor> unbind_composite(const Tensor& self, int64_t dim) {
   std::vector<Tensor> out;
   out.reserve(static_cast<size_t>(self.sizes()[d]));
   for (int64_t i = 0; i < self.sizes()[d]; ++i) out.push_back(self.select(d, i));
+  return out;
+}
+
+std::vector<Tensor> unbind_copy_composite(const Tensor& self, int64_t dim) {
+  const int64_t d = existing_dim(self, dim, "strata::unbind_copy");
+  const auto& select_copy =
+      STRATA_OP("strata::select_copy", "int", Tensor(const Tensor&, int64_t, int64_t));
+  std::vector<Tensor> out;
+  out.reserve(static_cast<size_t>(self.sizes()[d]));
+  for (int64_t i = 0; i < self.sizes()[d]; ++i) out.push_back(select_copy.call(self, d, i));
   return out;
 }
 
@@ -188,10 +224,14 @@ const OpFamily kSlicingOps("shape_slicing", {
      .decomposition = &narrow_composite},
     {.schema = "split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]",
      .decomposition = &split_composite},
+    {.schema = "split_copy.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]",
+     .decomposition = &split_copy_composite},
     {.schema = "chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]",
      .decomposition = &chunk_composite},
     {.schema = "unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]",
      .decomposition = &unbind_composite},
+    {.schema = "unbind_copy.int(Tensor self, int dim=0) -> Tensor[]",
+     .decomposition = &unbind_copy_composite},
 });
 
 }  // namespace

@@ -93,10 +93,20 @@ Tensor transpose_kernel(const Tensor& self, int64_t dim0, int64_t dim1) {
   return make_view(self, sizes, strides, self.storage_offset(), op);
 }
 
-Tensor t_composite(const Tensor& self) {
-  STRATA_CHECK(self.dim() <= 2, "strata::t", "expects a tensor with at most 2 dims, got shape ",
+// The dim t swaps with dim 0: 1, or 0 for a tensor of fewer than 2 dims.
+int64_t t_other_dim(const Tensor& self, const char* op) {
+  STRATA_CHECK(self.dim() <= 2, op, "expects a tensor with at most 2 dims, got shape ",
                shape_string(self.sizes()), " (rank ", self.dim(), "); use transpose(dim0, dim1)");
-  return self.transpose(0, self.dim() < 2 ? 0 : 1);
+  return self.dim() < 2 ? 0 : 1;
+}
+
+Tensor t_composite(const Tensor& self) { return self.transpose(0, t_other_dim(self, "strata::t")); }
+
+// t's _copy form (functionalize(f, Remove::MutationsAndViews) records it for t):
+// transpose_copy, whose facets it takes.
+Tensor t_copy_composite(const Tensor& self) {
+  return STRATA_OP("strata::transpose_copy", "int", Tensor(const Tensor&, int64_t, int64_t))
+      .call(self, 0, t_other_dim(self, "strata::t_copy"));
 }
 
 Tensor movedim_composite(const Tensor& self, int64_t source, int64_t destination) {
@@ -411,8 +421,7 @@ const OpFamily kStridedViewOps("shape_strided", {
      .derivative = autograd::derivative({.backward = &as_strided_scatter_backward,
                                          .forward = &as_strided_scatter_forward,
                                          .saved_inputs = autograd::args(0)}),
-     .batching = Absent{"the loop fallback: each sample's region is addressed from its own "
-                        "layout, as as_strided's rule does"},
+     .batching = KernelFunction::from_boxed(&shape_detail::as_strided_scatter_batched),
      .shape = &as_strided_scatter_shape,
      .flops = &flops::zero},
     copy_op<&permute_kernel, Permute>("permute_copy(Tensor self, int[] dims) -> Tensor",
@@ -423,6 +432,7 @@ const OpFamily kStridedViewOps("shape_strided", {
         "transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor",
         view_derivative(&transpose_backward)),
     {.schema = "t(Tensor(a) self) -> Tensor(a)", .decomposition = &t_composite},
+    {.schema = "t_copy(Tensor self) -> Tensor", .decomposition = &t_copy_composite},
     {.schema = "movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)",
      .decomposition = &movedim_composite},
     view_op<&diagonal_kernel>(

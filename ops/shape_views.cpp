@@ -126,6 +126,45 @@ Tensor view_kernel(const Tensor& self, IntArrayRef size) {
   return make_view(self, shape, *strides, self.storage_offset(), op);
 }
 
+// view_copy copies what view would give and, where view is refused (a new dim
+// would span unevenly strided memory), what reshape gives: the same elements in
+// the same order, in memory of their own. Functionalize replays a view on a
+// value laid out unlike eager's tensor (a written base is a fresh tensor), so
+// the _copy form must not depend on the layout, as PyTorch's view_copy does not.
+Tensor view_copy_kernel(const Tensor& self, IntArrayRef size) {
+  const DimVector shape = infer_size(size, self.numel(), self.sizes(), "strata::view_copy");
+  if (view_strides(self.sizes(), self.strides(), shape)) return view_kernel(self, shape).clone();
+  return self.clone().view(shape);
+}
+
+MetaList view_copy_shape(OpArgs args) {
+  const Tensor& self = shape::tensor_arg(args, 0);
+  return shape::single(
+      infer_size(args[1].to_int_list(), self.numel(), self.sizes(), "strata::view_copy"),
+      self.dtype());
+}
+
+Tensor view_copy(const Tensor& self, IntArrayRef size) {
+  return STRATA_OP("strata::view_copy", "", Tensor(const Tensor&, IntArrayRef)).call(self, size);
+}
+
+// Batch first, each sample copied as view_copy copies it (the batch dim leads
+// the new shape); the value may be an outer level's batched tensor, so the op
+// is called, not its kernel.
+Tensor view_copy_batched(const Tensor& self, IntArrayRef size) {
+  const batching::VmapLevel at = batching::current_vmap_level("strata::view_copy");
+  const batching::BatchedArg x = batching::unwrap(self, at.level);
+  const batching::BelowThisLevel below;
+  if (!x.batched()) return view_copy(x.value, size);
+  const Tensor value = batching::batch_first(x);
+  const IntArrayRef sample(value.sizes().data() + 1, value.sizes().size() - 1);
+  const DimVector sample_shape =
+      infer_size(size, checked_numel(sample), sample, "strata::view_copy");
+  IntList shape{at.batch_size};
+  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+  return batching::make_batched(view_copy(value, shape), 0, at.level);
+}
+
 Tensor reshape_composite(const Tensor& self, IntArrayRef size) {
   const DimVector shape = infer_size(size, self.numel(), self.sizes(), "strata::reshape");
   if (view_strides(self.sizes(), self.strides(), shape)) return self.view(shape);
@@ -352,8 +391,12 @@ const char* const kConstant = "a constant to every grad and jvp level";
 const OpFamily kViewOps("shape_views", {
     view_op<&view_kernel>("view(Tensor(a) self, int[] size) -> Tensor(a)", reshaping_derivative(),
                           &ViewRule<View>::call),
-    copy_op<&view_kernel, View>("view_copy(Tensor self, int[] size) -> Tensor",
-                                reshaping_derivative()),
+    {.schema = "view_copy(Tensor self, int[] size) -> Tensor",
+     .all_backends = &view_copy_kernel,
+     .derivative = reshaping_derivative(),
+     .batching = &view_copy_batched,
+     .shape = &view_copy_shape,
+     .flops = &flops::zero},
     {.schema = "reshape(Tensor(a) self, int[] shape) -> Tensor(a)",
      .decomposition = &reshape_composite},
     view_op<&unsqueeze_kernel>("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",

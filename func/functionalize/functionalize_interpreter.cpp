@@ -203,6 +203,15 @@ std::optional<Tensor> scatter_step(const ViewStep& step, const Tensor& base, con
                               optional_int(a[2]));
   }
   if (name == "strata::transpose") return rearrange("strata::transpose", "int", value, a, remove);
+  if (name == "strata::t") return rearrange("strata::t", "", value, {}, remove);
+  // split's and unbind's steps (recorded with MutationsAndViews, where they run
+  // as split_copy and unbind_copy) name their piece by list_index.
+  if (name == "strata::split") {
+    const int64_t dim = wrap_dim(a[1].to_int(), base.dim(), "strata::split");
+    const int64_t start = step.list_index * a[0].to_int();
+    return slice_scatter(base, value, dim, start, start + value.sizes()[dim], 1);
+  }
+  if (name == "strata::unbind") return select_scatter(base, value, a[0].to_int(), step.list_index);
   if (name == "strata::permute") {
     const std::vector<int64_t>& dims = a[0].to_int_list();
     const int64_t rank = base.dim();
@@ -292,7 +301,10 @@ void sync(FunctionalTensorWrapper& w, Remove remove) {
 }
 
 void FunctionalizeInterpreter::process(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  if (decomposes(op.entry())) {
+  // A composite view with a _copy form (t, split, unbind) stays one op when views
+  // are removed, so that its _copy form is what runs.
+  if (decomposes(op.entry()) &&
+      !(remove_ == Remove::MutationsAndViews && op.entry().returns_view() && copy_variant(op))) {
     op.redispatch_boxed(DispatchKeySet(DispatchKey::Functionalize), stack);
     return;
   }
@@ -399,13 +411,14 @@ void FunctionalizeInterpreter::view(const OperatorHandle& op, Stack& stack, size
   const Tensor self_tensor = stack[first].to_tensor();
   const FunctionalTensorWrapper& self = *as_functional(self_tensor);
   unwrap_arguments(stack, first, level, remove_);
-  const Stack args(stack.begin() + static_cast<std::ptrdiff_t>(first) + 1, stack.end());
+  Stack args(stack.begin() + static_cast<std::ptrdiff_t>(first) + 1, stack.end());
   // With MutationsAndViews the op's _copy form makes the value; whether the
   // view's elements would share memory follows from its arguments.
   const std::optional<OperatorHandle> copy =
       remove_ == Remove::MutationsAndViews ? copy_variant(op) : std::nullopt;
   const int64_t self_numel = stack[first].to_tensor().numel();
   call_below_top_layer(copy ? *copy : op, argument_keys(op, stack), stack);
+  const bool one_result = stack.size() == first + 1 && stack[first].is_tensor();
   auto wrap = [&](Tensor& t, int64_t list_index) {
     if (!t.defined()) return;
     const bool shares_elements =
@@ -414,7 +427,9 @@ void FunctionalizeInterpreter::view(const OperatorHandle& op, Stack& stack, size
       BelowTopLayer below;
       t = t.clone();
     }
-    t = make_functional_view(std::move(t), self, {op, args, list_index}, level, shares_elements);
+    // A single result takes the arguments; each of several results copies them.
+    ViewStep step{op, one_result ? std::move(args) : Stack(args), list_index};
+    t = make_functional_view(std::move(t), self, std::move(step), level, shares_elements);
   };
   for (size_t i = first; i < stack.size(); ++i) {
     IValue& result = stack[i];

@@ -1,6 +1,7 @@
 // Op-table entries: the list views (split, chunk, unbind) and the joins (cat, stack).
 #include <sstream>
 
+#include "dispatcher/dispatcher.h"
 #include "tests/op_table/op_info.h"
 #include "tests/op_table/reference.h"
 #include "tests/op_table/samples.h"
@@ -65,6 +66,26 @@ std::vector<std::pair<int64_t, int64_t>> split_bounds(int64_t size, int64_t spli
   }
   if (pieces.empty()) pieces.emplace_back(0, 0);
   return pieces;
+}
+
+// The _copy form (split_copy, unbind_copy) of a split-like view's entry: the
+// same samples and reference, the op called by name on the arguments `used`.
+OpInfo list_copy_entry(const OpInfo& view, const std::string& name, const std::string& overload,
+                       std::vector<size_t> used) {
+  OpInfo info = view;
+  info.name = name;
+  info.op = [op = OperatorName{"strata::" + name, overload}, used](const std::vector<Tensor>& in,
+                                                                   const Stack& args) {
+    const std::optional<OperatorHandle> handle = Dispatcher::singleton().find_schema(op);
+    STRATA_CHECK(handle.has_value(), "op table", "no operator ", op.to_string());
+    Stack stack{in[0]};
+    for (size_t i : used) stack.push_back(args[i]);
+    handle->call_boxed(stack);
+    return stack[0].to_tensor_list();
+  };
+  std::erase_if(info.expected_failures,
+                [](const ExpectedFailure& f) { return f.check == Check::Functionalize; });
+  return info;
 }
 
 // A list of tensors of the entry's dtype (or `other_dtype` where flagged) and the dim.
@@ -216,6 +237,8 @@ STRATA_OP_INFOS(shape_joins) {
     }
     return out;
   };
+  infos.push_back(list_copy_entry(infos.front(), "split_copy", "Tensor", {0, 1}));
+  infos.push_back(list_copy_entry(infos[2], "unbind_copy", "int", {1}));
   infos.push_back(join_entry(
       "cat",
       {{{{3, 4}, {2, 4}}, {}, 0},

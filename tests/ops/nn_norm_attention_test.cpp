@@ -173,4 +173,78 @@ TEST(Attention, CausalAndMaskForms) {
                        unmasked.select(2, 3)));
 }
 
+// A mask per sample (padding differs between sequences) batched by vmap, Bool and
+// additive, with and without batched q/k/v: vmap and vmap(grad) against a loop.
+class AttentionPerSampleMask : public ::testing::TestWithParam<bool> {};
+
+st::Tensor per_sample_mask(bool boolean, st::Generator& gen) {
+  // [B, L, S]: sample b keeps keys 0..b+1 for every query (and key 0 always).
+  const st::Tensor keys = st::arange(5).reshape({1, 1, 5});
+  const st::Tensor lengths = (st::arange(3) + 2).reshape({3, 1, 1});
+  const st::Tensor keep = (keys < lengths).expand({3, 4, 5}).contiguous();
+  if (boolean) return keep;
+  // Additive: noise on the kept keys, -30 on the others.
+  return st::randn({3, 4, 5}, gen, st::kFloat64) + (keep.to(st::kFloat64) - 1.0) * 30.0;
+}
+
+TEST_P(AttentionPerSampleMask, VmapAndVmapGradMatchALoop) {
+  st::Generator gen(11);
+  const st::Tensor qs = st::randn({3, 2, 4, 3}, gen, st::kFloat64);
+  const st::Tensor ks = st::randn({3, 2, 5, 3}, gen, st::kFloat64);
+  const st::Tensor vs = st::randn({3, 2, 5, 2}, gen, st::kFloat64);
+  const st::Tensor masks = per_sample_mask(GetParam(), gen);
+  auto attend = [](const st::Tensor& q, const st::Tensor& k, const st::Tensor& v,
+                   const st::Tensor& m) { return nn::scaled_dot_product_attention(q, k, v, m); };
+  auto loss = [&](const st::Tensor& q, const st::Tensor& k, const st::Tensor& v,
+                  const st::Tensor& m) { return (attend(q, k, v, m) * v.sum({1}, true)).sum(); };
+  const bool fallback = st::batching::loop_fallback_enabled();
+  st::batching::set_loop_fallback_enabled(false);
+  const st::Tensor out = st::vmap(attend)(qs, ks, vs, masks);
+  // Only the mask batched: one q, k, v shared by every sample.
+  const st::Tensor shared = st::vmap(attend, {.in_dims = {std::nullopt, std::nullopt,
+                                                          std::nullopt, 0}})(
+      qs.select(0, 0), ks.select(0, 0), vs.select(0, 0), masks);
+  const auto grads = st::vmap(st::grad<0, 1, 2>(loss))(qs, ks, vs, masks);
+  st::batching::set_loop_fallback_enabled(fallback);
+  for (int64_t b = 0; b < 3; ++b) {
+    const st::Tensor q = qs.select(0, b), k = ks.select(0, b), v = vs.select(0, b);
+    const st::Tensor m = masks.select(0, b);
+    EXPECT_TRUE(allclose(out.select(0, b), attend(q, k, v, m))) << "sample " << b;
+    EXPECT_TRUE(allclose(shared.select(0, b),
+                         attend(qs.select(0, 0), ks.select(0, 0), vs.select(0, 0), m)))
+        << "sample " << b;
+    const auto g = st::grad<0, 1, 2>(loss)(q, k, v, m);
+    EXPECT_TRUE(allclose(std::get<0>(grads).select(0, b), std::get<0>(g))) << "dq, sample " << b;
+    EXPECT_TRUE(allclose(std::get<1>(grads).select(0, b), std::get<1>(g))) << "dk, sample " << b;
+    EXPECT_TRUE(allclose(std::get<2>(grads).select(0, b), std::get<2>(g))) << "dv, sample " << b;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BoolAndAdditive, AttentionPerSampleMask, ::testing::Values(true, false));
+
+// The additive mask's own per-sample gradient, with the mask's batch dim last and a
+// key-padding mask [1, S] per sample that broadcasts over the queries.
+TEST(AttentionMaskUnderVmap, AdditiveMaskGradientAndBatchDimLast) {
+  st::Generator gen(12);
+  const st::Tensor qs = st::randn({3, 2, 4, 3}, gen, st::kFloat64);
+  const st::Tensor ks = st::randn({3, 2, 5, 3}, gen, st::kFloat64);
+  const st::Tensor vs = st::randn({3, 2, 5, 2}, gen, st::kFloat64);
+  const st::Tensor masks = st::randn({1, 5, 3}, gen, st::kFloat64);  // batch last
+  auto loss = [](const st::Tensor& q, const st::Tensor& k, const st::Tensor& v,
+                 const st::Tensor& m) {
+    return nn::scaled_dot_product_attention(q, k, v, m).square().sum();
+  };
+  const bool fallback = st::batching::loop_fallback_enabled();
+  st::batching::set_loop_fallback_enabled(false);
+  const auto grads = st::vmap(st::grad<0, 3>(loss), {.in_dims = {0, 0, 0, -1}})(qs, ks, vs, masks);
+  st::batching::set_loop_fallback_enabled(fallback);
+  for (int64_t b = 0; b < 3; ++b) {
+    const auto g = st::grad<0, 3>(loss)(qs.select(0, b), ks.select(0, b), vs.select(0, b),
+                                        masks.select(-1, b));
+    EXPECT_TRUE(allclose(std::get<0>(grads).select(0, b), std::get<0>(g))) << "dq, sample " << b;
+    EXPECT_TRUE(allclose(std::get<1>(grads).select(0, b), std::get<1>(g)))
+        << "d mask, sample " << b;
+  }
+}
+
 }  // namespace

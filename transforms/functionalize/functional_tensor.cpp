@@ -25,16 +25,24 @@ bool may_share_elements(IntArrayRef sizes, IntArrayRef strides) {
   return false;
 }
 
-bool may_share_elements(const Tensor& t) { return may_share_elements(t.sizes(), t.strides()); }
+// A contiguous layout (most values) has none, without sorting its dims.
+bool may_share_elements(const Tensor& t) {
+  return !t.is_contiguous() && may_share_elements(t.sizes(), t.strides());
+}
 
 namespace {
-std::atomic<uint64_t> next_serial{1};
+// The watch epoch: a base's serial is the epoch it was made in, and a watch
+// begins a new one, so a base made before a watch has a smaller serial. Making
+// a base only reads it (no locked add per result).
+std::atomic<uint64_t> epoch{1};
 }  // namespace
 
 thread_local WriteWatch* WriteWatch::tls_watch_ = nullptr;
 
 WriteWatch::WriteWatch(int64_t level)
-    : first_serial_(next_serial.load(std::memory_order_relaxed)), level_(level), outer_(tls_watch_) {
+    : first_serial_(epoch.fetch_add(1, std::memory_order_relaxed) + 1),
+      level_(level),
+      outer_(tls_watch_) {
   tls_watch_ = this;
 }
 
@@ -58,7 +66,7 @@ void WriteWatch::argument(Tensor& value, uint64_t serial, int64_t level) {
 
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
     : FunctionalTensorWrapper(value, level, std::make_shared<FunctionalBase>(), {}, false) {
-  base_->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
+  base_->serial = epoch.load(std::memory_order_relaxed);
   base_->overlapping = may_share_elements(value);
   base_->storage = value.impl()->underlying_storage();
   base_->value = std::move(value);
@@ -132,9 +140,11 @@ Tensor make_functional(Tensor value, int64_t level) {
 
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, ViewStep step,
                             int64_t level, bool shares_elements) {
-  std::vector<ViewStep> steps = base.steps();
-  const bool overlap = base.may_overlap() || shares_elements;
+  std::vector<ViewStep> steps;
+  steps.reserve(base.steps().size() + 1);
+  steps.insert(steps.end(), base.steps().begin(), base.steps().end());
   steps.push_back(std::move(step));
+  const bool overlap = base.may_overlap() || shares_elements;
   return Tensor(IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(
       std::move(value), level, base.base(), std::move(steps), overlap)));
 }

@@ -47,7 +47,8 @@ struct FunctionalBase {
   // The root's elements share memory (an expanded input): it has no value that a
   // write could give it elementwise.
   bool overlapping = false;
-  // Bases made later have larger serials (see WriteWatch).
+  // A base made before a WriteWatch began has a smaller serial than the
+  // watch's first; one made after, not.
   uint64_t serial = 0;
   // The live wrappers of the root and its views, linked through their
   // next_member() (Note [Writing the root's memory]).
