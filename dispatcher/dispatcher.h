@@ -7,7 +7,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "dispatcher/function_schema.h"
@@ -116,6 +118,22 @@ template <class... Args>
   throw_undefined_argument(op, sizeof...(Args), -1);
 }
 
+// An argument as a typed call passes it on: an undefined tensor given for a
+// Tensor? argument becomes None, as in a boxed call, so no kernel, batching rule or
+// derivative sees an optional holding an undefined tensor.
+inline const std::optional<Tensor>& none_if_undefined(const std::optional<Tensor>& t) {
+  static const std::optional<Tensor> none;
+  return t && !t->defined() ? none : t;
+}
+template <class A>
+decltype(auto) pass_on(std::remove_reference_t<A>& arg) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<A>, std::optional<Tensor>>) {
+    return none_if_undefined(arg);
+  } else {
+    return std::forward<A>(arg);
+  }
+}
+
 // Runs a pass-through kernel's leave() when the call it wraps returns or throws.
 struct LeaveOnExit {
   void (*leave)() noexcept;
@@ -154,7 +172,7 @@ class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
     (detail::accumulate_required_keys(tensor_keys, undefined, args), ...);
     if (__builtin_expect(undefined, 0)) detail::throw_first_undefined(*this, args...);
     return call_with_keys(compute_dispatch_keys(tensor_keys, *entry_), false,
-                          std::forward<Args>(args)...);
+                          detail::pass_on<Args>(args)...);
   }
 
   Ret redispatch(DispatchKeySet keys, Args... args) const {

@@ -88,11 +88,6 @@ int64_t numel(IntArrayRef sizes) {
   return n;
 }
 
-const std::optional<Tensor>& none_if_undefined(const std::optional<Tensor>& t) {
-  static const std::optional<Tensor> none;
-  return t && !t->defined() ? none : t;
-}
-
 std::optional<Tensor> optional_tensor_arg(OpArgs args, size_t i) {
   if (args[i].is_none()) return std::nullopt;
   return args[i].to_tensor();

@@ -39,9 +39,5 @@ void check_same_dtype(const Tensor& t, ScalarType expected, const char* op, cons
 int64_t numel(IntArrayRef sizes);
 // Boxed argument i of a `Tensor?` parameter.
 std::optional<Tensor> optional_tensor_arg(OpArgs args, size_t i);
-// t, or None when t holds an undefined tensor: what the public functions pass on
-// for a `Tensor?` parameter, so that nn::linear(x, w, Tensor()) is linear without
-// a bias, as a boxed call with an undefined tensor is (check_boxed_arguments).
-const std::optional<Tensor>& none_if_undefined(const std::optional<Tensor>& t);
 
 }  // namespace strata::nn_detail

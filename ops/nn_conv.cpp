@@ -23,7 +23,6 @@ namespace {
 using nn_detail::check_floating;
 using nn_detail::check_same_dtype;
 using nn_detail::contiguous;
-using nn_detail::none_if_undefined;
 using nn_detail::numel;
 using nn_detail::sliding_window;
 
@@ -514,7 +513,7 @@ const OpFamily kConvOps("nn_conv", {
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
               IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   return STRATA_OP("strata::conv2d", "", Conv2dSig)
-      .call(input, weight, none_if_undefined(bias), stride, padding, dilation, groups);
+      .call(input, weight, bias, stride, padding, dilation, groups);
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,

@@ -20,7 +20,6 @@ namespace {
 using nn_detail::check_floating;
 using nn_detail::check_same_dtype;
 using nn_detail::contiguous;
-using nn_detail::none_if_undefined;
 
 using NllLossSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t,
                           int64_t);
@@ -356,7 +355,7 @@ const OpFamily kLossOps("nn_loss", {
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                 Reduction reduction, int64_t ignore_index) {
   return STRATA_OP("strata::nll_loss", "", NllLossSig)
-      .call(input, target, none_if_undefined(weight), static_cast<int64_t>(reduction),
+      .call(input, target, weight, static_cast<int64_t>(reduction),
             ignore_index);
 }
 

@@ -30,7 +30,6 @@ namespace {
 using nn_detail::check_floating;
 using nn_detail::check_same_dtype;
 using nn_detail::contiguous;
-using nn_detail::none_if_undefined;
 
 using LinearSig = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&);
 using EmbeddingSig = Tensor(const Tensor&, const Tensor&);
@@ -489,7 +488,7 @@ const OpFamily kNnMiscOps("nn_misc", {
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  return STRATA_OP("strata::linear", "", LinearSig).call(input, weight, none_if_undefined(bias));
+  return STRATA_OP("strata::linear", "", LinearSig).call(input, weight, bias);
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
@@ -500,7 +499,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape,
                   const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                   double eps) {
   return STRATA_OP("strata::layer_norm", "", LayerNormSig)
-      .call(input, normalized_shape, none_if_undefined(weight), none_if_undefined(bias), eps);
+      .call(input, normalized_shape, weight, bias, eps);
 }
 
 Tensor dropout(const Tensor& input, double p, bool train, const Generator& gen) {

@@ -19,7 +19,6 @@
 namespace strata::nn {
 namespace {
 
-using nn_detail::none_if_undefined;
 using OptionalTensor = std::optional<Tensor>;
 using GroupNormSig = Tensor(const Tensor&, int64_t, const OptionalTensor&, const OptionalTensor&,
                             double);
@@ -215,27 +214,26 @@ const OpFamily kNormAttentionOps("nn_norm_attention", {
 Tensor group_norm(const Tensor& input, int64_t num_groups, const OptionalTensor& weight,
                   const OptionalTensor& bias, double eps) {
   return STRATA_OP("strata::group_norm", "", GroupNormSig)
-      .call(input, num_groups, none_if_undefined(weight), none_if_undefined(bias), eps);
+      .call(input, num_groups, weight, bias, eps);
 }
 
 Tensor batch_norm(const Tensor& input, const OptionalTensor& running_mean,
                   const OptionalTensor& running_var, const OptionalTensor& weight,
                   const OptionalTensor& bias, bool training, double momentum, double eps) {
   return STRATA_OP("strata::batch_norm", "", BatchNormSig)
-      .call(input, none_if_undefined(running_mean), none_if_undefined(running_var),
-            none_if_undefined(weight), none_if_undefined(bias), training, momentum, eps);
+      .call(input, running_mean, running_var, weight, bias, training, momentum, eps);
 }
 
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const OptionalTensor& attn_mask, bool is_causal) {
   return STRATA_OP("strata::scaled_dot_product_attention", "", AttentionSig)
-      .call(query, key, value, none_if_undefined(attn_mask), is_causal);
+      .call(query, key, value, attn_mask, is_causal);
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const OptionalTensor& bias,
               IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   return STRATA_OP("strata::conv1d", "", Conv1dSig)
-      .call(input, weight, none_if_undefined(bias), stride, padding, dilation, groups);
+      .call(input, weight, bias, stride, padding, dilation, groups);
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const OptionalTensor& bias, int64_t stride,

@@ -52,6 +52,40 @@ TEST(Boxing, UnboxedCallOfABoxedKernelWithSeveralResults) {
   EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{6, 12}));
 }
 
+// An undefined tensor given for a Tensor? argument of a typed call reaches the
+// kernel as None, as in a boxed call: for an unboxed kernel and a boxed one.
+TEST(Boxing, TypedCallPassesAnUndefinedOptionalTensorAsNone) {
+  TestLibraries libs;
+  libs.defs().def("plus_bias(Tensor x, Tensor? bias) -> Tensor");
+  libs.defs().def("plus_bias_boxed(Tensor x, Tensor? bias) -> Tensor");
+  libs.at(DispatchKey::CPU).impl("plus_bias", [](const Tensor& x, const std::optional<Tensor>& bias) {
+    STRATA_CHECK(!bias || bias->defined(), "test::plus_bias", "the bias holds an undefined tensor");
+    return bias ? x + *bias : x * 2.0;
+  });
+  libs.at(DispatchKey::CPU)
+      .impl("plus_bias_boxed", KernelFunction::from_boxed([](const OperatorHandle&, DispatchKeySet,
+                                                             Stack& stack) {
+        const IValue bias = stack.back();
+        STRATA_CHECK(bias.is_none() || bias.to_tensor().defined(), "test::plus_bias_boxed",
+                     "the bias holds an undefined tensor");
+        const Tensor x = stack[stack.size() - 2].to_tensor();
+        stack.resize(stack.size() - 2);
+        stack.emplace_back(bias.is_none() ? x * 2.0 : x + bias.to_tensor());
+      }));
+  const Tensor x = tensor({1.0, 2.0});
+  for (const char* name : {"test::plus_bias", "test::plus_bias_boxed"}) {
+    auto op = Dispatcher::singleton()
+                  .findSchemaOrThrow(name, "")
+                  .typed<Tensor(const Tensor&, const std::optional<Tensor>&)>();
+    EXPECT_EQ(op.call(x, std::optional<Tensor>(Tensor())).to_vector<double>(),
+              (std::vector<double>{2, 4}))
+        << name;
+    EXPECT_EQ(op.call(x, std::nullopt).to_vector<double>(), (std::vector<double>{2, 4})) << name;
+    EXPECT_EQ(op.call(x, tensor({10.0, 20.0})).to_vector<double>(), (std::vector<double>{11, 22}))
+        << name;
+  }
+}
+
 TEST(Boxing, InPlaceBoxedKernelReturnsTheSameTensorObject) {
   TestLibraries libs;
   libs.defs().def("bump_(Tensor(a!) self) -> Tensor(a!)");

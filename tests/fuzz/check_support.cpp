@@ -7,9 +7,7 @@ namespace strata::fuzz {
 
 Tensor random_tensor(std::mt19937_64& rng, const std::vector<int64_t>& shape, ScalarType dtype) {
   std::normal_distribution<double> normal;
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<double> values(static_cast<size_t>(n));
+  std::vector<double> values(static_cast<size_t>(num_elements(shape)));
   for (double& v : values) v = normal(rng);
   return tensor(values, shape).to(dtype);
 }
@@ -18,6 +16,27 @@ std::vector<int64_t> with_batch(const std::vector<int64_t>& shape) {
   std::vector<int64_t> out{kBatch};
   out.insert(out.end(), shape.begin(), shape.end());
   return out;
+}
+
+BothRaised& both_raised() {
+  thread_local BothRaised counter;
+  return counter;
+}
+
+Tensor finite_difference_gradient(const std::function<double(const Tensor&)>& f, const Tensor& x) {
+  const double eps = kFiniteDifferenceStep;
+  std::vector<double> v = x.to(kFloat64).contiguous().to_vector<double>();
+  std::vector<double> g;
+  for (double& vi : v) {
+    const double saved = vi;
+    vi = saved + eps;
+    const double up = f(tensor(v, x.sizes()));
+    vi = saved - eps;
+    const double down = f(tensor(v, x.sizes()));
+    vi = saved;
+    g.push_back((up - down) / (2 * eps));
+  }
+  return tensor(g, x.sizes());
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // What the differential fuzzer's checks share: random inputs, the comparison of
 // two results and the rule that both sides run or both raise a strata::Error.
 
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -20,9 +21,23 @@ Tensor random_tensor(std::mt19937_64& rng, const std::vector<int64_t>& shape,
 // {kBatch, shape...}
 std::vector<int64_t> with_batch(const std::vector<int64_t>& shape);
 
+// Central differences in float64: the step, and the tolerance (relative to the
+// reference's size) of a derivative against them.
+inline constexpr double kFiniteDifferenceStep = 1e-6;
+inline constexpr double kFiniteDifferenceTol = 1e-5;
+// The gradient of a scalar function of x by central differences, x's shape.
+Tensor finite_difference_gradient(const std::function<double(const Tensor&)>& f, const Tensor& x);
+
 // Empty when a and b have one shape and agree to within tol (relative to b's
 // size); tol 0 asks for bitwise equality (NaN equal to NaN in the same place).
 std::string compare(const char* what, const Tensor& a, const Tensor& b, double tol);
+
+struct BothRaised {
+  long count = 0;
+  std::string last;
+};
+// This thread's count of checks where both sides raised.
+BothRaised& both_raised();
 
 // Runs f; an error (strata::Error) is returned as nullopt with its message.
 template <class F>
@@ -35,13 +50,18 @@ std::optional<Tensor> attempt(F&& f, std::string& error) {
   }
 }
 
-// Both ran, or both raised a strata::Error.
+// Both ran, or both raised a strata::Error (counted in both_raised(), with the
+// last message, so the driver can say how often a check compared nothing).
 template <class F, class G>
 std::string agree(const char* what, F&& transformed, G&& reference, double tol) {
   std::string e1, e2;
   const std::optional<Tensor> a = attempt(transformed, e1);
   const std::optional<Tensor> b = attempt(reference, e2);
-  if (!a && !b) return {};
+  if (!a && !b) {
+    ++both_raised().count;
+    both_raised().last = e2;
+    return {};
+  }
   // A transform may raise a clear error for what it does not support (writing a
   // batched value into an unbatched tensor, an in-place op on a view under grad):
   // counted and listed by the driver, not a failure.

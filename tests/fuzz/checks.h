@@ -1,6 +1,7 @@
 #pragma once
 
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,10 +16,20 @@ struct Check {
   std::string (*run)(const Program& p, std::mt19937_64& rng);
 };
 
-// Every check: the first ones (checks.cpp) and stack_checks() (stacks.cpp).
+// Every check: the first ones (checks.cpp), stack_checks() (stacks.cpp) and
+// nested_checks() (nested.cpp).
 const std::vector<Check>& all_checks();
 // Functionalize, trace + replay, cond, custom functions, float32, threads.
 const std::vector<Check>& stack_checks();
+// Random stacks of up to 4 transforms against a stack of reference transforms.
+const std::vector<Check>& nested_checks();
+// The stacks nested_checks() drew: each distinct sequence of layer kinds, outermost
+// first ("jacrev > vmap > "), and how many stacks of each depth (0 to 4).
+struct NestedCoverage {
+  std::set<std::string> stacks;
+  long by_depth[5] = {};
+};
+NestedCoverage& nested_coverage();
 // The check called `name`; throws strata::Error for an unknown name.
 const Check& find_check(const std::string& name);
 

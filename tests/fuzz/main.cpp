@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "tests/fuzz/checks.h"
+#include "tests/fuzz/check_support.h"
 
 namespace strata::fuzz {
 namespace {
@@ -63,6 +63,7 @@ int main_impl(int argc, char** argv) {
   };
   std::map<std::string, long> runs;
   std::map<std::string, long> unsupported;  // clear errors of a transform, by message start
+  std::map<std::string, long> both_raised;  // checks that compared two errors, by message start
   std::set<OpKind> ops_seen;
   long failures = 0, done = 0;
   for (long k = 0; seconds > 0 ? elapsed() < seconds : k < programs; ++k, ++done) {
@@ -74,12 +75,19 @@ int main_impl(int argc, char** argv) {
       const uint64_t check_seed = rng();
       std::mt19937_64 check_rng(check_seed);
       ++runs[check.name];
+      const long raised = fuzz::both_raised().count;
       const std::string failure = check.run(p, check_rng);
+      if (fuzz::both_raised().count != raised) {
+        ++both_raised[fuzz::both_raised().last.substr(0, fuzz::both_raised().last.find(" ("))
+                          .substr(0, 120)];
+      }
       if (failure.empty()) continue;
       if (failure.rfind(kUnsupported, 0) == 0) {
-        std::string kind = failure.substr(std::strlen(kUnsupported));
-        kind = kind.substr(0, kind.find(" ("));  // up to the first detail
-        ++unsupported[kind.substr(0, 160)];
+        // The check and the error, up to its first detail (the stack's own
+        // description is in the check's report, not here).
+        std::string error = failure.substr(failure.find(": ", std::strlen(kUnsupported)) + 2);
+        error = error.substr(0, error.find(" ("));
+        ++unsupported[std::string(check.name) + ": " + error.substr(0, 120)];
         continue;
       }
       ++failures;
@@ -96,7 +104,13 @@ int main_impl(int argc, char** argv) {
   for (const auto& [message, n] : unsupported) {
     std::cout << "  unsupported (a clear error, not a failure), " << n << " x " << message << "\n";
   }
-  std::cout << "  ops used:";
+  for (const auto& [message, n] : both_raised) {
+    std::cout << "  both sides raised (agreed), " << n << " x " << message << "\n";
+  }
+  const NestedCoverage& nested = nested_coverage();
+  std::cout << "  transform stacks: " << nested.stacks.size() << " distinct sequences of layer kinds; by depth";
+  for (int d = 1; d <= 4; ++d) std::cout << " " << d << ": " << nested.by_depth[d];
+  std::cout << "\n  ops used:";
   for (OpKind kind : ops_seen) std::cout << " " << fuzz::name(kind) << ",";
   std::cout << "\n";
   return failures == 0 ? 0 : 1;

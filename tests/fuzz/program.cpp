@@ -1,5 +1,6 @@
 #include "tests/fuzz/program.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace strata::fuzz {
@@ -7,24 +8,101 @@ namespace strata::fuzz {
 const char* name(OpKind kind) {
   static const char* const names[kNumOpKinds] = {
       "exp(tanh)", "sin", "square",   "sigmoid",   "add",  "sub",
-      "mul",       "div", "mul(sum)", "mul(mean)", "add_", "mul_ through a view"};
+      "mul",       "div", "mul(sum)", "mul(mean)", "add_", "mul_ through a view", "sum(0, keepdim)"};
   return names[static_cast<int>(kind)];
 }
 
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+// Every register's shape is broadcast-compatible with x's and y's full shape, so
+// any two registers broadcast together.
+Shape broadcast(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    out[out.size() - 1 - i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Shape result_shape(const Instruction& in, const Shape& a, const Shape& b) {
+  switch (in.kind) {
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::DivSafe: return broadcast(a, b);
+    case OpKind::SumKeep: {
+      Shape out = a;
+      if (!out.empty()) out[0] = 1;
+      return out;
+    }
+    default: return a;
+  }
+}
+
+// Whether an in-place op's operand b fits a: an in-place op cannot grow its output.
+bool in_place_fits(OpKind kind, const Shape& a, const Shape& b) {
+  if (kind == OpKind::AddInPlace) return broadcast(a, b) == a;
+  if (kind == OpKind::MulThroughView) {
+    return num_elements(b) == num_elements(a) || num_elements(b) == 1;
+  }
+  return true;
+}
+
+std::vector<Shape> register_shapes(const Program& p) {
+  std::vector<Shape> shapes{p.shape, p.y_shape};
+  for (const Instruction& in : p.code) shapes.push_back(result_shape(in, shapes[in.a], shapes[in.b]));
+  return shapes;
+}
+
+// `full` with its leading dims dropped at random and some of the rest set to 1
+// (down to a 0-dim shape).
+Shape broadcast_source(const Shape& full, std::mt19937_64& rng) {
+  Shape out(full.begin() + static_cast<long>(rng() % (full.size() + 1)), full.end());
+  for (int64_t& d : out) {
+    if (rng() % 2) d = 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 Program random_program(std::mt19937_64& rng) {
   // 0-dim, size-1, empty and ordinary shapes.
-  static const std::vector<std::vector<int64_t>> shapes = {{},     {1}, {3},    {2, 3},
-                                                           {1, 4}, {0}, {2, 0}, {3, 1, 2}};
+  static const std::vector<Shape> shapes = {{}, {1}, {3}, {2, 3}, {1, 4}, {0}, {2, 0}, {3, 1, 2}};
   Program p;
-  p.shape = shapes[rng() % shapes.size()];
+  p.shape = p.y_shape = shapes[rng() % shapes.size()];
+  // One input of the full shape, the other one of the same shape or one that
+  // broadcasts to it.
+  switch (rng() % 3) {
+    case 1: p.y_shape = broadcast_source(p.shape, rng); break;
+    case 2: p.shape = broadcast_source(p.y_shape, rng); break;
+    default: break;
+  }
+  std::vector<Shape> registers{p.shape, p.y_shape};
   const int length = 1 + static_cast<int>(rng() % 6);
   for (int i = 0; i < length; ++i) {
-    const int registers = 2 + i;
-    p.code.push_back({static_cast<OpKind>(rng() % kNumOpKinds), static_cast<int>(rng() % registers),
-                      static_cast<int>(rng() % registers)});
+    const int n = static_cast<int>(registers.size());
+    Instruction in{static_cast<OpKind>(rng() % kNumOpKinds), static_cast<int>(rng() % n),
+                   static_cast<int>(rng() % n)};
+    if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) std::swap(in.a, in.b);
+    if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) in.kind = OpKind::Mul;
+    registers.push_back(result_shape(in, registers[in.a], registers[in.b]));
+    p.code.push_back(in);
   }
   return p;
 }
+
+int64_t num_elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> output_shape(const Program& p) { return register_shapes(p).back(); }
 
 Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
   std::vector<Tensor> r{x, y};
@@ -56,6 +134,7 @@ Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
         r.push_back(out);
         break;
       }
+      case OpKind::SumKeep: r.push_back(a.dim() == 0 ? a : a.sum({0}, /*keepdim=*/true)); break;
     }
   }
   return r.back();
@@ -63,7 +142,8 @@ Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
 
 std::string to_cpp(const Program& p) {
   std::ostringstream out;
-  out << "// inputs x, y of shape " << shape_string(p.shape) << "\n";
+  out << "// inputs x of shape " << shape_string(p.shape) << ", y of shape "
+      << shape_string(p.y_shape) << "\n";
   out << "auto f = [](const Tensor& x, const Tensor& y) {\n  std::vector<Tensor> r{x, y};\n";
   for (const Instruction& in : p.code) {
     const std::string a = "r[" + std::to_string(in.a) + "]";
@@ -91,6 +171,9 @@ std::string to_cpp(const Program& p) {
       case OpKind::MulThroughView:
         out << "{ Tensor t = " << a << ".clone(); t.reshape({-1}).mul_(" << b
             << ".reshape({-1})); r.push_back(t); }";
+        break;
+      case OpKind::SumKeep:
+        out << "r.push_back(" << a << ".dim() == 0 ? " << a << " : " << a << ".sum({0}, true));";
         break;
     }
     out << "\n";

@@ -1,10 +1,10 @@
 #pragma once
 
 // Random straight-line programs for the differential fuzzer (tests/fuzz/README.md):
-// a program maps two inputs of one shape to an output of that shape through a
-// few registers, using elementwise math, reductions broadcast back, and in-place
-// writes through views; each is run under transforms and compared with an
-// equivalent computation.
+// a program maps two inputs of broadcast-compatible shapes to an output through a
+// few registers, using elementwise math that broadcasts, reductions (some kept as
+// size-1 dims), and in-place writes through views; each is run under transforms
+// and compared with an equivalent computation.
 
 #include <strata/strata.h>
 
@@ -28,8 +28,9 @@ enum class OpKind : uint8_t {
   MeanOver,        // a * a.mean(last dim, keepdim) (a reduction over a dim, broadcast)
   AddInPlace,      // r = a.clone(); r.add_(b)
   MulThroughView,  // r = a.clone(); r.reshape(-1).mul_(b.reshape(-1)): a write through a view
+  SumKeep,         // a.sum(0, keepdim): a size-1 dim that later ops broadcast
 };
-inline constexpr int kNumOpKinds = 12;
+inline constexpr int kNumOpKinds = 13;
 
 struct Instruction {
   OpKind kind;
@@ -38,11 +39,16 @@ struct Instruction {
 };
 
 struct Program {
-  std::vector<int64_t> shape;  // of the inputs, each register and the output
+  std::vector<int64_t> shape;    // of x
+  std::vector<int64_t> y_shape;  // of y: shape, or one broadcast-compatible with it
   std::vector<Instruction> code;
 };
 
 Program random_program(std::mt19937_64& rng);
+// The number of elements of a tensor of `shape`.
+int64_t num_elements(const std::vector<int64_t>& shape);
+// The shape of the program's output (the last register).
+std::vector<int64_t> output_shape(const Program& p);
 // Runs the program on (x, y); the result is the last register.
 Tensor run(const Program& p, const Tensor& x, const Tensor& y);
 // The program as C++ a regression test can paste.

@@ -7,16 +7,20 @@
 namespace strata::fuzz {
 namespace {
 
-using Inputs = std::pair<Tensor, Tensor>;
+// Named members, not structured bindings: clang before 16 cannot capture a
+// structured binding in a lambda.
+struct Inputs {
+  Tensor x, y;
+};
 
 Inputs random_inputs(const Program& p, std::mt19937_64& rng, bool batched = false) {
-  const std::vector<int64_t> shape = batched ? with_batch(p.shape) : p.shape;
-  Tensor x = random_tensor(rng, shape);
-  return {x, random_tensor(rng, shape)};
+  Tensor x = random_tensor(rng, batched ? with_batch(p.shape) : p.shape);
+  return {x, random_tensor(rng, batched ? with_batch(p.y_shape) : p.y_shape)};
 }
 
 std::string functionalize_vs_eager(const Program& p, std::mt19937_64& rng) {
-  const auto [x, y] = random_inputs(p, rng);
+  const Inputs drawn = random_inputs(p, rng);
+  const Tensor &x = drawn.x, &y = drawn.y;
   const Remove remove = rng() % 2 ? Remove::Mutations : Remove::MutationsAndViews;
   auto f = [&](const Tensor& a, const Tensor& b) { return run(p, a, b); };
   std::string failure = agree(
@@ -33,8 +37,8 @@ std::string functionalize_vs_eager(const Program& p, std::mt19937_64& rng) {
 // inputs, replayed on another.
 std::string trace_replay_vs_eager(const Program& p, std::mt19937_64& rng) {
   const unsigned stack = rng() % 3;
-  const auto [x, y] = random_inputs(p, rng, stack == 1);
-  const auto [x2, y2] = random_inputs(p, rng, stack == 1);
+  const Inputs drawn = random_inputs(p, rng, stack == 1), drawn2 = random_inputs(p, rng, stack == 1);
+  const Tensor &x = drawn.x, &y = drawn.y, &x2 = drawn2.x, &y2 = drawn2.y;
   auto f = [&](const Tensor& a, const Tensor& b) -> Tensor {
     auto program = [&](const Tensor& u, const Tensor& v) { return run(p, u, v); };
     auto loss = [&](const Tensor& u, const Tensor& v) { return run(p, u, v).sum(); };
@@ -50,10 +54,12 @@ std::string trace_replay_vs_eager(const Program& p, std::mt19937_64& rng) {
 // cond with a per-sample predicate under vmap (both branches run, each lane keeps
 // its own), and its gradient, against a loop that takes each sample's branch.
 std::string cond_vs_loop(const Program& p, std::mt19937_64& rng) {
-  const auto [xs, ys] = random_inputs(p, rng, true);
+  const Inputs batch = random_inputs(p, rng, true);
+  const Tensor &xs = batch.x, &ys = batch.y;
   const Tensor preds = random_tensor(rng, {kBatch}) > zeros({kBatch}, kFloat64);
   auto taken = [&](const Tensor& a, const Tensor& b) { return run(p, a, b); };
-  auto other = [](const Tensor& a, const Tensor& b) { return (a - b).sin(); };
+  // The other branch has the program's output shape (its inputs may broadcast).
+  auto other = [&](const Tensor& a, const Tensor& b) { return run(p, a, b).cos(); };
   auto branch = [&](const Tensor& c, const Tensor& a, const Tensor& b) {
     return cond(c, taken, other, a, b);
   };
@@ -80,13 +86,16 @@ std::string cond_vs_loop(const Program& p, std::mt19937_64& rng) {
                    : grad([&](const Tensor& u) { return other(u, b).sum(); })(a);
         });
       },
-      1e-12);
+      // Batched and per-sample sums round differently: 2e-12 relative was seen
+      // (program seed 7178232, gradients near 700).
+      1e-10);
 }
 
 // The program as a custom function whose vjp rule is the program's vjp: grad uses
 // the rule, jvp derives J·t from it, vmap derives a batched custom function.
 std::string custom_function_vs_plain(const Program& p, std::mt19937_64& rng) {
-  const auto [x, y] = random_inputs(p, rng);
+  const Inputs drawn = random_inputs(p, rng);
+  const Tensor &x = drawn.x, &y = drawn.y;
   const Tensor t = random_tensor(rng, p.shape);
   auto f = [&](const Tensor& a, const Tensor& b) { return run(p, a, b); };
   const CustomFunction custom = custom_function(
@@ -110,7 +119,8 @@ std::string custom_function_vs_plain(const Program& p, std::mt19937_64& rng) {
       [&] { return jvp([&](const Tensor& a) { return f(a, y); }, std::tuple{x}, std::tuple{t}).second; },
       1e-12);
   if (!failure.empty()) return failure;
-  const auto [xs, ys] = random_inputs(p, rng, true);
+  const Inputs batch = random_inputs(p, rng, true);
+  const Tensor &xs = batch.x, &ys = batch.y;
   return agree(
       "vmap(custom_function) vs vmap", [&] { return vmap(g)(xs, ys); }, [&] { return vmap(f)(xs, ys); },
       1e-12);
@@ -119,7 +129,8 @@ std::string custom_function_vs_plain(const Program& p, std::mt19937_64& rng) {
 // The program and its gradient in float32 against float64, where float64 stays
 // in a range float32 represents well.
 std::string float32_vs_float64(const Program& p, std::mt19937_64& rng) {
-  const auto [x, y] = random_inputs(p, rng);
+  const Inputs drawn = random_inputs(p, rng);
+  const Tensor &x = drawn.x, &y = drawn.y;
   const Tensor x32 = x.to(kFloat32), y32 = y.to(kFloat32);
   std::string error;
   const std::optional<Tensor> out = attempt([&] { return run(p, x, y); }, error);
@@ -136,7 +147,8 @@ std::string float32_vs_float64(const Program& p, std::mt19937_64& rng) {
 // vmap of the program and of its grad on two threads at once, each run bitwise
 // equal to the run on this thread (the CPU kernels promise it for a fixed input).
 std::string two_threads_vs_one(const Program& p, std::mt19937_64& rng) {
-  const auto [xs, ys] = random_inputs(p, rng, true);
+  const Inputs batch = random_inputs(p, rng, true);
+  const Tensor &xs = batch.x, &ys = batch.y;
   auto work = [&](std::string& error) {
     return attempt([&] {
       auto f = [&](const Tensor& a, const Tensor& b) { return run(p, a, b); };

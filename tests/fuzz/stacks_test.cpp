@@ -20,6 +20,9 @@ constexpr const char* kCond = "vmap(cond) per-sample predicate, and vmap(grad(co
 constexpr const char* kCustom = "custom_function (vjp rule) under grad, jvp, vmap vs plain";
 constexpr const char* kDtypes = "float32 vs float64 (values, grad)";
 constexpr const char* kThreads = "vmap and vmap(grad) on 2 threads vs 1 (bitwise)";
+constexpr const char* kVjp = "vjp (both inputs, broadcast) vs float64 finite differences";
+constexpr const char* kJvp = "jvp (both inputs) vs float64 finite differences";
+constexpr const char* kNested = "random transform stack (depth 1-4) vs reference stack";
 
 bool is_failure(const std::string& result) {
   return !result.empty() && result.rfind(kUnsupported, 0) != 0;
@@ -47,7 +50,7 @@ int failures(const char* check, int n) {
 
 // The result of `check` on f(x, y) = op(x, y) then sin, on [2, 3] inputs.
 std::string run_on(const char* check, OpKind op) {
-  const Program p{.shape = {2, 3}, .code = {{op, 0, 1}, {OpKind::Sin, 2, 2}}};
+  const Program p{.shape = {2, 3}, .y_shape = {2, 3}, .code = {{op, 0, 1}, {OpKind::Sin, 2, 2}}};
   std::mt19937_64 rng(7);
   return find_check(check).run(p, rng);
 }
@@ -72,7 +75,7 @@ Library plant_sin(E error) {
 }
 
 TEST(FuzzStacks, PassOnRandomPrograms) {
-  for (const char* check : {kFunctionalize, kTrace, kCond, kCustom, kDtypes, kThreads}) {
+  for (const char* check : {kFunctionalize, kTrace, kCond, kCustom, kDtypes, kThreads, kVjp, kJvp, kNested}) {
     EXPECT_EQ(failures(check, 40), 0) << check;
   }
 }
@@ -138,6 +141,36 @@ TEST(FuzzStacks, ThreadsCatchAKernelThatDependsOnTheThread) {
   const std::thread::id main = std::this_thread::get_id();
   const Library lib = plant_sin([main](const Tensor&) { return std::this_thread::get_id() == main ? 0.0 : 1e-15; });
   expect_caught(run_on(kThreads, OpKind::Mul), "2 threads vs 1: not bitwise equal");
+}
+
+TEST(FuzzStacks, FiniteDifferencesCatchAWrongDerivative) {
+  EXPECT_EQ(run_on(kVjp, OpKind::Mul), "");
+  EXPECT_EQ(run_on(kJvp, OpKind::Mul), "");
+  // sin(x) + x / 1000: the values change, sin's derivative rule (cos) does not.
+  const Library lib = plant_sin([](const Tensor& x) { return x * 1e-3; });
+  expect_caught(run_on(kVjp, OpKind::Mul), "vjp vs finite differences: max difference");
+  expect_caught(run_on(kJvp, OpKind::Mul), "jvp vs finite differences: max difference");
+}
+
+// Failures of the nested check over seeds 1..n on f(x, y) = sin(x * y), [2, 3].
+int nested_failures(int n) {
+  const Program p{.shape = {2, 3}, .y_shape = {3}, .code = {{OpKind::Mul, 0, 1}, {OpKind::Sin, 2, 2}}};
+  int failed = 0;
+  for (int seed = 1; seed <= n; ++seed) {
+    std::mt19937_64 rng(static_cast<uint64_t>(seed));
+    const std::string result = find_check(kNested).run(p, rng);
+    if (is_failure(result)) EXPECT_EQ(result.rfind("transform stack ", 0), 0u) << result;
+    failed += is_failure(result);
+  }
+  return failed;
+}
+
+TEST(FuzzStacks, NestedStacksCatchAKernelWrongOnBatchedInputs) {
+  EXPECT_EQ(nested_failures(30), 0);
+  // sin off by 1e-6 on inputs of 3 or more dims: under vmap (and the Jacobians'
+  // batched passes) of the [2, 3] program, never in vmap's reference loop.
+  const Library lib = plant_sin([](const Tensor& x) { return x.dim() >= 3 ? 1e-6 : 0.0; });
+  EXPECT_GT(nested_failures(30), 0);
 }
 
 }  // namespace

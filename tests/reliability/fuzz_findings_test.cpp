@@ -325,6 +325,26 @@ TEST_F(FuzzFindings, WindowNarrowAndArangeArithmeticPastInt64) {
   EXPECT_EQ(arange(0.0, 5.0, 2.0, kInt64).to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 4}));
 }
 
+// Differential fuzzer, nested stacks (jvp vs its reference jacrev): the backward
+// of a write through reshape's view took the view of the incoming grad, which
+// the backward of sum(0, keepdim) expands (strides [0, 1]): vjp and jacrev raised
+// "view size [6] is not compatible".
+TEST_F(FuzzFindings, VjpOfAWriteThroughAViewWithAnExpandedGrad) {
+  const Tensor y = arange(6, kFloat64).reshape({2, 3}) * 0.5 - 1.0;
+  auto f = [&](const Tensor& x) {
+    Tensor t = y.clone();
+    t.reshape({-1}).mul_(x.reshape({-1}));
+    return t.sum({0}, true);
+  };
+  const Tensor x = tensor({0.7}).reshape({});
+  // f(x) = x * y.sum(0, keepdim): df/dx = y.sum(0, keepdim).
+  const Tensor ct = tensor({1.0, 2.0, 3.0}).reshape({1, 3});
+  EXPECT_NEAR(std::get<0>(vjp(f, x).second(ct)).item<double>(),
+              (y.sum({0}, true) * ct).sum().item<double>(), 1e-12);
+  EXPECT_TRUE(allclose(jacrev(f)(x), y.sum({0}, true)));
+  EXPECT_TRUE(allclose(jacrev(f)(x), jacfwd(f)(x)));
+}
+
 // libFuzzer boxed_call: as_strided_copy(x, [0, 1, 3, 3], [3, 3, 3, 3], 2^62): an empty
 // view at an offset past the storage made its data pointer overflow when copied.
 TEST_F(FuzzFindings, EmptyAsStridedViewPastTheStorage) {

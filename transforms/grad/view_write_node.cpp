@@ -10,7 +10,10 @@ GradList ViewWriteNode::apply(NodeVector<Tensor>& grads_out) {
   Tensor outside = grad.clone();
   replay_view(steps_, outside).zero_();
   grads_in.push_back(std::move(outside));
-  grads_in.push_back(replay_view(steps_, grad));
+  // The region from a contiguous grad: an incoming grad may be expanded (the
+  // backward of a sum), and a view step (reshape's view) cannot always be taken
+  // of that.
+  grads_in.push_back(replay_view(steps_, grad.contiguous()));
   return grads_in;
 }
 
