@@ -2,8 +2,8 @@
 // same fixed number of iterations, so the collectives pair up; rank 0 reports):
 //  - the all-reduce of the MLP's and the CNN's gradient trees (one bucketed
 //    Group::all_reduce) against MPI_Allreduce of one buffer of the same bytes;
-//  - a DP-SGD step (st::dp::private_gradient over the group: vmap(grad),
-//    clipping, noise, all-reduce) against a non-private SGD step (grad of the
+//  - a DP-SGD step (st::dp::private_gradient over the group: vmap(grad) and
+//    clipping, or ghost clipping (the *_ghost rows), noise, all-reduce) against a non-private SGD step (grad of the
 //    batch loss, all-reduced) on the same model and global batch, split over
 //    the ranks.
 //   mpirun -np 1 bench/dist_bench      # DP-SGD vs SGD, one process
@@ -164,10 +164,14 @@ BENCHMARK_CAPTURE(SgdStep, mlp, &mlp_workload, &models::mlp)
     ->Arg(256)->Iterations(30)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(DpSgdStep, mlp, &mlp_workload, &models::mlp_sample_loss)
     ->Args({256, 0})->Args({256, 256})->Iterations(30)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(DpSgdStep, mlp_ghost, &mlp_workload, st::dp::ghost(&models::mlp_ghost_loss))
+    ->Args({256, 0})->Iterations(30)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(SgdStep, cnn, &cnn_workload, &models::cnn)
     ->Arg(64)->Iterations(10)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(DpSgdStep, cnn, &cnn_workload, &models::cnn_sample_loss)
     ->Args({64, 0})->Args({64, 64})->Iterations(10)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(DpSgdStep, cnn_ghost, &cnn_workload, st::dp::ghost(&models::cnn_ghost_loss))
+    ->Args({64, 0})->Iterations(10)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Ranks other than 0 run the benchmarks silently.
 class Silent : public benchmark::BenchmarkReporter {
