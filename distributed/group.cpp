@@ -135,8 +135,8 @@ Group init_world(int* argc, char*** argv) {
 // Waiting for that vote before the data moves costs a round trip per call. So
 // the group remembers the last call all ranks agreed on (its hash and message
 // plan, the same on every rank). A rank whose call has that hash, with no
-// problem of its own, takes the fast path: it starts the vote and the cached
-// plan's messages together and waits once. Any other rank waits for the vote
+// problem of its own, takes the fast path: it starts the vote (non-blocking)
+// and sends the cached plan's messages right after, then waits for the vote. Any other rank waits for the vote
 // first; if it says some rank took the fast path, it joins the cached plan's
 // messages with zeros (so nobody hangs) and then every rank throws, as the hashes
 // or `failed` differ. Only when every rank is on the slow path and they agree
@@ -229,11 +229,12 @@ uint64_t signature(const GroupState& g, Collective op, int root,
 // the link's bandwidth), and the other leaves are packed into buckets of at most
 // bucket_bytes, one message each. A message of one contiguous leaf is reduced in
 // place, with no copy; the others go through a staging buffer and are copied
-// back after. All messages are started at once (non-blocking) and waited for
-// together: on a loaded machine each blocking collective is a rendezvous that
-// can cost a time slice, and one wait for all of them pays it once. The plan depends only on what the signature covers (dtypes, sizes,
-// options), never on a rank's strides, so every rank makes the same one and the
-// messages pair up.
+// back after. The messages are blocking calls, one after another: Open MPI's
+// non-blocking collectives (started together, waited for once) took twice as
+// long for the MLP's tree as one blocking call of its bytes (bench/README.md).
+// The plan depends only on what the signature covers (dtypes, sizes, options),
+// never on a rank's strides, so every rank makes the same one and the messages
+// pair up.
 using Message = GroupMessage;
 
 std::vector<Message> plan(const std::vector<Tensor>& leaves, const CollectiveOptions& options) {
@@ -272,37 +273,31 @@ MPI_Datatype mpi_type(ScalarType dtype) {
   return MPI_DATATYPE_NULL;
 }
 
-// Starts one message's MPI calls (non-blocking, in pieces whose counts fit an
-// int), appending their requests.
-void start(const GroupState& g, const char* tag, Collective op, int root, void* data,
-           int64_t numel, ScalarType dtype, std::vector<MPI_Request>& requests) {
+// One message's MPI calls, in pieces whose counts fit an int.
+void send(const GroupState& g, const char* tag, Collective op, int root, void* data,
+          int64_t numel, ScalarType dtype) {
   constexpr int64_t kMaxCount = INT_MAX / 2;
   auto* bytes = static_cast<char*>(data);
   for (int64_t first = 0; first < numel; first += kMaxCount) {
     const int count = static_cast<int>(std::min(kMaxCount, numel - first));
     void* piece = bytes + first * element_size(dtype);
-    MPI_Request request;
     if (op == Collective::AllReduce) {
-      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, piece, count, mpi_type(dtype), MPI_SUM, g.comm,
-                               &request),
-                tag, "MPI_Iallreduce");
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, piece, count, mpi_type(dtype), MPI_SUM, g.comm),
+                tag, "MPI_Allreduce");
     } else {
-      check_mpi(MPI_Ibcast(piece, count, mpi_type(dtype), root, g.comm, &request), tag,
-                "MPI_Ibcast");
+      check_mpi(MPI_Bcast(piece, count, mpi_type(dtype), root, g.comm), tag, "MPI_Bcast");
     }
-    requests.push_back(request);
   }
 }
 
-// A call's messages in flight: staging buffers (undefined: in place) and requests.
+// Each message's staging buffer (undefined: reduced in place).
 struct Exchange {
   std::vector<Tensor> staging;
-  std::vector<MPI_Request> requests;
 };
 
-// Packs and starts every message of the plan. Without leaves (a rank joining a
+// Packs and sends every message of the plan. Without leaves (a rank joining a
 // remembered plan it was not given), each message is zeros.
-Exchange start_exchange(const GroupState& g, const char* tag, Collective op, int root,
+Exchange exchange(const GroupState& g, const char* tag, Collective op, int root,
                         const std::vector<Tensor>* leaves, const std::vector<Message>& messages) {
   const bool sends = op == Collective::AllReduce || g.rank == root;
   Exchange ex;
@@ -325,7 +320,7 @@ Exchange start_exchange(const GroupState& g, const char* tag, Collective op, int
       }
       data = ex.staging[m].data_ptr();
     }
-    start(g, tag, op, root, data, message.numel, message.dtype, ex.requests);
+    send(g, tag, op, root, data, message.numel, message.dtype);
   }
   return ex;
 }
@@ -353,9 +348,7 @@ void run_unverified(const GroupState& g, const char* tag, Collective op, int roo
   const std::string problem = local_problem(leaves, op);
   STRATA_CHECK(problem.empty(), tag, problem);
   const std::vector<Message> messages = plan(leaves, g.options);
-  Exchange ex = start_exchange(g, tag, op, root, &leaves, messages);
-  wait_all(ex.requests, tag);
-  finish_exchange(ex, leaves, messages);
+  finish_exchange(exchange(g, tag, op, root, &leaves, messages), leaves, messages);
 }
 
 void run(GroupState& g, const char* tag, Collective op, int root,
@@ -375,14 +368,11 @@ void run(GroupState& g, const char* tag, Collective op, int root,
     return votes[0] == ~votes[1] && votes[2] == 0 && votes[3] == 0;
   }();
   if (fast) {
-    Exchange ex = start_exchange(g, tag, op, root, &leaves, agreed.plan);
-    ex.requests.push_back(vote[0]);
-    wait_all(ex.requests, tag);
+    const Exchange ex = exchange(g, tag, op, root, &leaves, agreed.plan);
+    wait_all(vote, tag);
     if (votes[0] == ~votes[1] && votes[2] == 0) return finish_exchange(ex, leaves, agreed.plan);
   } else if (votes[3] != 0) {
-    Exchange ex = start_exchange(g, tag, static_cast<Collective>(agreed.op), agreed.root, nullptr,
-                                 agreed.plan);
-    wait_all(ex.requests, tag);
+    exchange(g, tag, static_cast<Collective>(agreed.op), agreed.root, nullptr, agreed.plan);
   }
   STRATA_CHECK(problem.empty(), tag, problem);
   STRATA_CHECK(votes[2] == 0, tag, "another rank was given leaves it cannot use (it says why)");
@@ -394,8 +384,7 @@ void run(GroupState& g, const char* tag, Collective op, int root,
   STRATA_CHECK(root >= 0 && root < g.size, tag, "root ", root, " is not a rank of a group of ",
                g.size);
   std::vector<Message> messages = plan(leaves, g.options);
-  Exchange ex = start_exchange(g, tag, op, root, &leaves, messages);
-  wait_all(ex.requests, tag);
+  const Exchange ex = exchange(g, tag, op, root, &leaves, messages);
   g.agreed = {true, hash, static_cast<uint64_t>(op), root, std::move(messages)};
   finish_exchange(ex, leaves, g.agreed.plan);
 }

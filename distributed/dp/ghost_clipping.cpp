@@ -102,8 +102,9 @@ struct LayerGrads {
   Tensor bias_rows;           // [B, out]
 };
 
+// In the rows' own dtype, as clip_and_sum's norms are.
 Tensor squared_rows(const Tensor& rows) {
-  return rows.to(kFloat64).square().sum({1});
+  return rows.norm(2, {1}).to(kFloat64).square();
 }
 
 LayerGrads layer_grads(const GhostTape::Layer& layer, int64_t batch, const Tensor& weight) {
@@ -187,7 +188,7 @@ ClippedSum<std::vector<Tensor>> ghost_clip_and_sum_leaves(const GhostBatchLosses
     STRATA_CHECK(uses[i] == 1, kTag, "parameter leaf ", i, " is taken by ", uses[i],
                  " GhostTape layers; ghost clipping needs each leaf in exactly one (use the "
                  "per-sample path, dp::clip_and_sum, otherwise)");
-    STRATA_CHECK(!ordinary[i].defined() || ordinary[i].abs().amax().item<double>() == 0, kTag,
+    STRATA_CHECK(!ordinary[i].defined() || ordinary[i].norm().item<double>() == 0, kTag,
                  "parameter leaf ", i, " reaches the loss outside its GhostTape layer");
   }
 
