@@ -1,11 +1,11 @@
 // Per-sample gradients of the examples' models (examples/models.h) by vmap(grad)
-// on the GPU equal the CPU's: the MLP, the CNN and the GroupNorm CNN, in Float32,
-// within 1e-5 of the largest gradient value plus 1e-5 relative (the devices sum
-// in different orders). Every op of the three forward and backward passes runs on
-// CUDA; a missing kernel fails the test, naming the op. Max pooling has no
-// derivative where a window's two largest values tie, and there the devices'
-// roundings may pick different pixels: the CNN's input is one whose windows
-// all have a clear winner (checked).
+// on the GPU equal the CPU's: the MLP, the CNN, the Transformer block and the
+// GroupNorm CNN, in Float32, within 1e-5 of the largest gradient value plus 1e-5
+// relative (the devices sum in different orders). Every op of their forward and
+// backward passes runs on CUDA; a missing kernel fails the test, naming the op.
+// Max pooling has no derivative where a window's two largest values tie, and
+// there the devices' roundings may pick different pixels: the CNN's input is one
+// whose windows all have a clear winner (checked).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -75,6 +75,17 @@ TEST(CudaModels, CnnGradientOfOneSampleMatchesTheCpu) {
   const Tensor y = models::peer_labels(1).reshape({});
   expect_same(grad(models::cnn_sample_loss)(on_gpu(p), x.to(cuda(0)), y.to(cuda(0))),
               grad(models::cnn_sample_loss)(p, x, y));
+}
+
+TEST(CudaModels, TransformerPerSampleGradientsMatchTheCpu) {
+  STRATA_REQUIRE_CUDA();
+  Generator gen(5);
+  const Tensor tokens = randint(0, models::kVocab, {8, models::kSeq}, gen);
+  const Tensor labels = randint(0, models::kClasses, {8}, gen);
+  const models::Params params = models::transformer_params();
+  auto per_sample = vmap(grad(models::transformer_sample_loss), {.in_dims = {none, 0, 0}});
+  const models::Params expected = per_sample(params, tokens, labels);
+  expect_same(per_sample(on_gpu(params), tokens.to(cuda(0)), labels.to(cuda(0))), expected);
 }
 
 TEST(CudaModels, GroupNormCnnPerSampleGradientsMatchTheCpu) {
