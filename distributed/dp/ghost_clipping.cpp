@@ -67,8 +67,7 @@ Tensor GhostTape::call(std::shared_ptr<Layer> layer, const Tensor& input, const 
   const DispatchKeySet backends{DispatchKey::CPU, DispatchKey::CUDA};
   layer->input_needs_grad = !(input.key_set() - backends).empty();
   layers_.push_back(layer);
-  Layer* l = layer.get();
-  auto forward = [l](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+  auto forward = [l = layer](const std::vector<Tensor>& in) -> std::vector<Tensor> {
     const std::optional<Tensor> b = in.size() > 2 ? std::optional<Tensor>(in[2]) : std::nullopt;
     if (!l->conv) return {nn::linear(in[0], in[1], b)};
     return {nn::conv2d(in[0], in[1], b, l->stride, l->padding, l->dilation, 1)};
@@ -110,6 +109,8 @@ Tensor squared_rows(const Tensor& rows) {
 LayerGrads layer_grads(const GhostTape::Layer& layer, int64_t batch, const Tensor& weight) {
   STRATA_CHECK(layer.grad_output.defined(), kTag,
                "a GhostTape layer's output did not reach the loss");
+  STRATA_CHECK(layer.input.dim() > 0 && layer.input.size(0) == batch, kTag,
+               "a GhostTape layer's input must have the batch (", batch, " samples) on dim 0");
   LayerGrads g;
   const Tensor& d = layer.grad_output;
   if (layer.conv) {
