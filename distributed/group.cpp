@@ -12,11 +12,28 @@
 
 namespace strata::dist {
 
+struct GroupMessage {
+  ScalarType dtype;
+  std::vector<size_t> leaves;
+  int64_t numel = 0;
+};
+
+// The last call every rank agreed on (Note [Collective signatures]): the same on
+// every rank, since it changes only when all of them agree.
+struct AgreedCall {
+  bool valid = false;
+  uint64_t signature = 0;
+  uint64_t op = 0;
+  int root = 0;
+  std::vector<GroupMessage> plan;
+};
+
 struct GroupState {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
   CollectiveOptions options;
+  AgreedCall agreed;
 };
 
 namespace {
@@ -108,13 +125,25 @@ Group init_world(int* argc, char*** argv) {
 // Note [Collective signatures]
 // Ranks that disagree about a collective (a leaf more, another dtype or shape,
 // another root or bucket size) would otherwise pair up the wrong messages: a
-// hang, or silently mixed data. Before any data moves, every rank hashes what it
-// was given (the collective, the root, the bucket options, each leaf's dtype and
-// sizes) and the ranks take the max of {hash, ~hash, failed}: max(hash) and
-// ~max(~hash) = min(hash) differ exactly when some ranks differ, and `failed`
-// says whether any rank found its own arguments bad. That is one small
-// all-reduce, and afterwards every rank knows the same thing, so all of them
-// throw or none does.
+// hang, or silently mixed data. Every rank hashes what it was given (the
+// collective, the root, the bucket options, each leaf's dtype and sizes) and the
+// ranks take the max of {hash, ~hash, failed, fast}: max(hash) and ~max(~hash) =
+// min(hash) differ exactly when some ranks differ, `failed` says whether any
+// rank found its own arguments bad, `fast` whether any took the fast path.
+// Every rank then knows the same thing, so all of them throw or none does.
+//
+// Waiting for that vote before the data moves costs a round trip per call. So
+// the group remembers the last call all ranks agreed on (its hash and message
+// plan, the same on every rank). A rank whose call has that hash, with no
+// problem of its own, takes the fast path: it starts the vote (non-blocking)
+// and sends the cached plan's messages right after, then waits for the vote. Any other rank waits for the vote
+// first; if it says some rank took the fast path, it joins the cached plan's
+// messages with zeros (so nobody hangs) and then every rank throws, as the hashes
+// or `failed` differ. Only when every rank is on the slow path and they agree
+// does a new plan run and become the remembered one. The collectives every rank
+// starts are thus always the same: the vote, then the remembered plan (if any
+// rank is fast) or the new one (if all agree). After such an error the leaves of
+// a fast rank hold unspecified values (partial sums).
 enum class Collective : uint64_t { AllReduce = 1, Broadcast = 2 };
 
 class Fnv1a {
@@ -150,7 +179,8 @@ std::string describe(const std::vector<Tensor>& leaves) {
 
 // Why this rank cannot take part with these leaves, or "" if it can.
 std::string local_problem(const std::vector<Tensor>& leaves, Collective op) {
-  const DispatchKeySet transform_keys{DispatchKey::Batched, DispatchKey::Functionalize,
+  const DispatchKeySet transform_keys{DispatchKey::AutogradCPU,   DispatchKey::AutogradCUDA,
+                                      DispatchKey::Batched,       DispatchKey::Functionalize,
                                       DispatchKey::DynamicLayerFront, DispatchKey::Mode};
   for (size_t i = 0; i < leaves.size(); ++i) {
     const Tensor& leaf = leaves[i];
@@ -173,9 +203,8 @@ std::string local_problem(const std::vector<Tensor>& leaves, Collective op) {
   return "";
 }
 
-void agree(const GroupState& g, const char* tag, Collective op, int root,
-           const std::vector<Tensor>& leaves) {
-  const std::string problem = local_problem(leaves, op);
+uint64_t signature(const GroupState& g, Collective op, int root,
+                   const std::vector<Tensor>& leaves) {
   Fnv1a hash;
   hash.add(static_cast<uint64_t>(op));
   hash.add(static_cast<uint64_t>(root));
@@ -188,17 +217,7 @@ void agree(const GroupState& g, const char* tag, Collective op, int root,
     hash.add(static_cast<uint64_t>(leaf.dim()));
     for (int64_t d = 0; d < leaf.dim(); ++d) hash.add(static_cast<uint64_t>(leaf.size(d)));
   }
-  uint64_t votes[3] = {hash.value(), ~hash.value(), problem.empty() ? 0u : 1u};
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, votes, 3, MPI_UINT64_T, MPI_MAX, g.comm), tag,
-            "MPI_Allreduce");
-  STRATA_CHECK(problem.empty(), tag, problem);
-  STRATA_CHECK(votes[2] == 0, tag, "another rank was given leaves it cannot use (it says why)");
-  STRATA_CHECK(votes[0] == ~votes[1], tag,
-               "the ranks were given different trees, roots or bucket options; rank ", g.rank,
-               " has ", describe(leaves), ". Every rank must pass leaves of the same dtypes "
-               "and shapes, in the same order");
-  STRATA_CHECK(root >= 0 && root < g.size, tag, "root ", root, " is not a rank of a group of ",
-               g.size);
+  return hash.value();
 }
 
 // Note [Bucketed collectives]
@@ -210,16 +229,13 @@ void agree(const GroupState& g, const char* tag, Collective op, int root,
 // the link's bandwidth), and the other leaves are packed into buckets of at most
 // bucket_bytes, one message each. A message of one contiguous leaf is reduced in
 // place, with no copy; the others go through a staging buffer and are copied
-// back after. All messages are started at once (non-blocking) and waited for
-// together: on a loaded machine each blocking collective is a rendezvous that
-// can cost a time slice, and one wait for all of them pays it once. The plan depends only on what the signature covers (dtypes, sizes,
-// options), never on a rank's strides, so every rank makes the same one and the
-// messages pair up.
-struct Message {
-  ScalarType dtype;
-  std::vector<size_t> leaves;
-  int64_t numel = 0;
-};
+// back after. The messages are blocking calls, one after another: Open MPI's
+// non-blocking collectives (started together, waited for once) took twice as
+// long for the MLP's tree as one blocking call of its bytes (bench/README.md).
+// The plan depends only on what the signature covers (dtypes, sizes, options),
+// never on a rank's strides, so every rank makes the same one and the messages
+// pair up.
+using Message = GroupMessage;
 
 std::vector<Message> plan(const std::vector<Tensor>& leaves, const CollectiveOptions& options) {
   std::vector<Message> messages;
@@ -257,70 +273,120 @@ MPI_Datatype mpi_type(ScalarType dtype) {
   return MPI_DATATYPE_NULL;
 }
 
-// Starts one message's MPI calls (non-blocking, in pieces whose counts fit an
-// int), appending their requests.
-void start(const GroupState& g, const char* tag, Collective op, int root, void* data,
-           int64_t numel, ScalarType dtype, std::vector<MPI_Request>& requests) {
+// One message's MPI calls, in pieces whose counts fit an int.
+void send(const GroupState& g, const char* tag, Collective op, int root, void* data,
+          int64_t numel, ScalarType dtype) {
   constexpr int64_t kMaxCount = INT_MAX / 2;
   auto* bytes = static_cast<char*>(data);
   for (int64_t first = 0; first < numel; first += kMaxCount) {
     const int count = static_cast<int>(std::min(kMaxCount, numel - first));
     void* piece = bytes + first * element_size(dtype);
-    MPI_Request request;
     if (op == Collective::AllReduce) {
-      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, piece, count, mpi_type(dtype), MPI_SUM, g.comm,
-                               &request),
-                tag, "MPI_Iallreduce");
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, piece, count, mpi_type(dtype), MPI_SUM, g.comm),
+                tag, "MPI_Allreduce");
     } else {
-      check_mpi(MPI_Ibcast(piece, count, mpi_type(dtype), root, g.comm, &request), tag,
-                "MPI_Ibcast");
+      check_mpi(MPI_Bcast(piece, count, mpi_type(dtype), root, g.comm), tag, "MPI_Bcast");
     }
-    requests.push_back(request);
   }
 }
 
-void run(const GroupState& g, const char* tag, Collective op, int root,
-         const std::vector<Tensor>& leaves) {
-  if (g.options.verify) {
-    agree(g, tag, op, root, leaves);
-  } else {
-    const std::string problem = local_problem(leaves, op);
-    STRATA_CHECK(problem.empty(), tag, problem);
-  }
+// Each message's staging buffer (undefined: reduced in place).
+struct Exchange {
+  std::vector<Tensor> staging;
+};
+
+// Packs and sends every message of the plan. Without leaves (a rank joining a
+// remembered plan it was not given), each message is zeros.
+Exchange exchange(const GroupState& g, const char* tag, Collective op, int root,
+                        const std::vector<Tensor>* leaves, const std::vector<Message>& messages) {
   const bool sends = op == Collective::AllReduce || g.rank == root;
-  const std::vector<Message> messages = plan(leaves, g.options);
-  // Each message's staging buffer (undefined: in place), packed before any starts.
-  std::vector<Tensor> staging(messages.size());
-  auto slice = [&](size_t m, size_t i, int64_t offset) {
-    return staging[m].narrow(0, offset, leaves[i].numel()).view(leaves[i].sizes());
-  };
-  std::vector<MPI_Request> requests;
+  Exchange ex;
+  ex.staging.resize(messages.size());
   for (size_t m = 0; m < messages.size(); ++m) {
     const Message& message = messages[m];
     void* data = nullptr;
-    if (message.leaves.size() == 1 && leaves[message.leaves[0]].is_contiguous()) {
-      data = leaves[message.leaves[0]].data_ptr();
+    if (leaves == nullptr) {
+      ex.staging[m] = zeros({message.numel}, message.dtype);
+      data = ex.staging[m].data_ptr();
+    } else if (message.leaves.size() == 1 && (*leaves)[message.leaves[0]].is_contiguous()) {
+      data = (*leaves)[message.leaves[0]].data_ptr();
     } else {
-      staging[m] = empty({message.numel}, message.dtype);
+      ex.staging[m] = empty({message.numel}, message.dtype);
       int64_t offset = 0;
       for (size_t i : message.leaves) {
-        if (sends) slice(m, i, offset).copy_(leaves[i]);
-        offset += leaves[i].numel();
+        const Tensor& leaf = (*leaves)[i];
+        if (sends) ex.staging[m].narrow(0, offset, leaf.numel()).view(leaf.sizes()).copy_(leaf);
+        offset += leaf.numel();
       }
-      data = staging[m].data_ptr();
+      data = ex.staging[m].data_ptr();
     }
-    start(g, tag, op, root, data, message.numel, message.dtype, requests);
+    send(g, tag, op, root, data, message.numel, message.dtype);
   }
+  return ex;
+}
+
+void wait_all(std::vector<MPI_Request>& requests, const char* tag) {
   check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
             tag, "MPI_Waitall");
+}
+
+// Copies the staged messages back into their leaves.
+void finish_exchange(const Exchange& ex, const std::vector<Tensor>& leaves,
+                     const std::vector<Message>& messages) {
   for (size_t m = 0; m < messages.size(); ++m) {
-    if (!staging[m].defined()) continue;
+    if (!ex.staging[m].defined()) continue;
     int64_t offset = 0;
     for (size_t i : messages[m].leaves) {
-      leaves[i].copy_(slice(m, i, offset));
+      leaves[i].copy_(ex.staging[m].narrow(0, offset, leaves[i].numel()).view(leaves[i].sizes()));
       offset += leaves[i].numel();
     }
   }
+}
+
+void run_unverified(const GroupState& g, const char* tag, Collective op, int root,
+                    const std::vector<Tensor>& leaves) {
+  const std::string problem = local_problem(leaves, op);
+  STRATA_CHECK(problem.empty(), tag, problem);
+  const std::vector<Message> messages = plan(leaves, g.options);
+  finish_exchange(exchange(g, tag, op, root, &leaves, messages), leaves, messages);
+}
+
+void run(GroupState& g, const char* tag, Collective op, int root,
+         const std::vector<Tensor>& leaves) {
+  if (!g.options.verify) return run_unverified(g, tag, op, root, leaves);
+  const std::string problem = local_problem(leaves, op);
+  const uint64_t hash = signature(g, op, root, leaves);
+  const AgreedCall& agreed = g.agreed;
+  const bool fast = problem.empty() && agreed.valid && agreed.signature == hash;
+  uint64_t votes[4] = {hash, ~hash, problem.empty() ? 0u : 1u, fast ? 1u : 0u};
+  std::vector<MPI_Request> vote(1);
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, votes, 4, MPI_UINT64_T, MPI_MAX, g.comm, vote.data()),
+            tag, "MPI_Iallreduce");
+  const bool agree = [&] {
+    if (fast) return false;
+    wait_all(vote, tag);
+    return votes[0] == ~votes[1] && votes[2] == 0 && votes[3] == 0;
+  }();
+  if (fast) {
+    const Exchange ex = exchange(g, tag, op, root, &leaves, agreed.plan);
+    wait_all(vote, tag);
+    if (votes[0] == ~votes[1] && votes[2] == 0) return finish_exchange(ex, leaves, agreed.plan);
+  } else if (votes[3] != 0) {
+    exchange(g, tag, static_cast<Collective>(agreed.op), agreed.root, nullptr, agreed.plan);
+  }
+  STRATA_CHECK(problem.empty(), tag, problem);
+  STRATA_CHECK(votes[2] == 0, tag, "another rank was given leaves it cannot use (it says why)");
+  STRATA_CHECK(votes[0] == ~votes[1], tag,
+               "the ranks were given different trees, roots or bucket options; rank ", g.rank,
+               " has ", describe(leaves), ". Every rank must pass leaves of the same dtypes "
+               "and shapes, in the same order");
+  STRATA_CHECK(agree, tag, "internal: the ranks agree but one took the fast path");
+  STRATA_CHECK(root >= 0 && root < g.size, tag, "root ", root, " is not a rank of a group of ",
+               g.size);
+  std::vector<Message> messages = plan(leaves, g.options);
+  const Exchange ex = exchange(g, tag, op, root, &leaves, messages);
+  g.agreed = {true, hash, static_cast<uint64_t>(op), root, std::move(messages)};
+  finish_exchange(ex, leaves, g.agreed.plan);
 }
 
 }  // namespace

@@ -30,10 +30,11 @@ struct CollectiveOptions {
   // of its own (in place when contiguous).
   size_t bucket_bytes = size_t{4} << 20;
   size_t direct_bytes = size_t{256} << 10;
-  // Note [Collective signatures]: the ranks first agree that they were given the
-  // same tree, so a mismatch is an error on every rank instead of a hang or mixed
-  // data. Turning it off saves one small all-reduce per call (bench/README.md);
-  // a mismatch is then undefined.
+  // Note [Collective signatures]: the ranks agree that they were given the same
+  // tree, so a mismatch is an error on every rank instead of a hang or mixed
+  // data. A call with the tree of the last agreed call sends its data alongside
+  // that small vote; any other waits for it first. Turning it off saves the vote
+  // (bench/README.md); a mismatch is then undefined.
   bool verify = true;
 };
 

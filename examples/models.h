@@ -88,6 +88,25 @@ inline st::Tensor cnn_sample_loss(const Params& p, const st::Tensor& x, const st
   return st::nn::cross_entropy(cnn(p, x.unsqueeze(0)), y.unsqueeze(0));
 }
 
+// The same models for DP-SGD's ghost clipping (st::dp::ghost): the batch's
+// per-sample losses [N], every parameter through a GhostTape layer.
+inline st::Tensor mlp_ghost_loss(const Params& p, const st::Tensor& x, const st::Tensor& y,
+                                 st::dp::GhostTape& tape) {
+  const st::Tensor h = tape.linear(x, p.at("w1"), p.at("b1")).relu();
+  return st::nn::cross_entropy(tape.linear(h, p.at("w2"), p.at("b2")), y,
+                               st::nn::Reduction::None);
+}
+
+inline st::Tensor cnn_ghost_loss(const Params& p, const st::Tensor& x, const st::Tensor& y,
+                                 st::dp::GhostTape& tape) {
+  st::Tensor h = tape.conv2d(x, p.at("conv1.weight"), p.at("conv1.bias")).relu();
+  h = tape.conv2d(h, p.at("conv2.weight"), p.at("conv2.bias")).relu();
+  h = st::nn::max_pool2d(h, 2).flatten(1);
+  h = tape.linear(h, p.at("fc1.weight"), p.at("fc1.bias")).relu();
+  return st::nn::cross_entropy(tape.linear(h, p.at("fc2.weight"), p.at("fc2.bias")), y,
+                               st::nn::Reduction::None);
+}
+
 // The GroupNorm CNN of differentially private training (BatchNorm would mix the
 // samples): conv 1->16 3x3, GroupNorm(4), conv 16->32 3x3, GroupNorm(8), each
 // with relu and a 2x2 max pool, then fc 800->10.

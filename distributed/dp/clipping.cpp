@@ -13,11 +13,6 @@ Tensor rows(const Tensor& leaf, int64_t batch) {
   return leaf.reshape({batch, batch == 0 ? 0 : leaf.numel() / batch});
 }
 
-// min(1, C / (norm + 1e-6)), per sample.
-Tensor clip_factor(const Tensor& norms, double max_norm) {
-  return (max_norm / (norms + 1e-6)).clamp(std::nullopt, 1.0);
-}
-
 // sum_b factor[b] * leaf[b]: one GEMV instead of a scaled copy of every sample.
 Tensor weighted_sum(const Tensor& leaf, const Tensor& factor) {
   const int64_t batch = leaf.size(0);
@@ -28,17 +23,26 @@ Tensor weighted_sum(const Tensor& leaf, const Tensor& factor) {
 
 }  // namespace
 
+Tensor clip_factor(const Tensor& norms, double max_norm) {
+  return (max_norm / (norms + 1e-6)).clamp(std::nullopt, 1.0);
+}
+
+void check_clipping_bounds(size_t leaves, const std::vector<double>& max_norms, bool per_layer,
+                           const char* tag) {
+  STRATA_CHECK(leaves > 0, tag, "the tree of parameters has no tensors");
+  const size_t expected_bounds = per_layer ? leaves : 1;
+  STRATA_CHECK(max_norms.size() == expected_bounds, tag, "got ", max_norms.size(),
+               " clipping bounds for ", leaves, " leaves (",
+               per_layer ? "per layer: one per leaf" : "flat: one", ")");
+  for (double c : max_norms) {
+    STRATA_CHECK(c > 0 && std::isfinite(c), tag, "clipping bound ", c, " is not positive");
+  }
+}
+
 ClippedSum<std::vector<Tensor>> clip_and_sum_leaves(const std::vector<Tensor>& per_sample,
                                                     const std::vector<double>& max_norms,
                                                     bool per_layer) {
-  STRATA_CHECK(!per_sample.empty(), kTag, "the tree of per-sample gradients has no tensors");
-  const size_t expected_bounds = per_layer ? per_sample.size() : 1;
-  STRATA_CHECK(max_norms.size() == expected_bounds, kTag, "got ", max_norms.size(),
-               " clipping bounds for ", per_sample.size(), " leaves (",
-               per_layer ? "per layer: one per leaf" : "flat: one", ")");
-  for (double c : max_norms) {
-    STRATA_CHECK(c > 0 && std::isfinite(c), kTag, "clipping bound ", c, " is not positive");
-  }
+  check_clipping_bounds(per_sample.size(), max_norms, per_layer, kTag);
   const int64_t batch = per_sample[0].dim() > 0 ? per_sample[0].size(0) : -1;
   for (size_t i = 0; i < per_sample.size(); ++i) {
     const Tensor& leaf = per_sample[i];

@@ -28,6 +28,14 @@ struct ClippedSum {
   Tensor norms;  // Float64, each sample's norm before clipping: [B] (flat) or [B, leaves]
 };
 
+// min(1, C / (norm + 1e-6)), per sample (Float64 norms in, factors out).
+Tensor clip_factor(const Tensor& norms, double max_norm);
+
+// Refuses an empty tree, a bound count other than 1 (flat) or one per leaf, and
+// bounds that are not positive and finite.
+void check_clipping_bounds(size_t leaves, const std::vector<double>& max_norms, bool per_layer,
+                           const char* tag);
+
 // The core, over the flattened leaves: max_norms has one bound (flat) or one per leaf.
 ClippedSum<std::vector<Tensor>> clip_and_sum_leaves(const std::vector<Tensor>& per_sample,
                                                     const std::vector<double>& max_norms,

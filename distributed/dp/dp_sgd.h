@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "distributed/dp/clipping.h"
+#include "distributed/dp/ghost_clipping.h"
 #include "distributed/dp/poisson_sampling.h"
 #include "distributed/dp/rdp_accountant.h"
 
@@ -79,8 +80,35 @@ Params local_clipped_sum(const Loss& sample_loss, const Params& params, const Te
   return sum;
 }
 
+// The same sum by ghost clipping (Note [Ghost clipping]): loss.batch_loss gives
+// the batch's per-sample losses; physical_batch, when set, bounds the samples
+// of one pass.
+template <class F, class Params>
+Params local_clipped_sum(const GhostLoss<F>& loss, const Params& params, const Tensor& x,
+                         const Tensor& y, const DpSgdOptions& options) {
+  const bool per_layer = !options.max_grad_norms.empty();
+  const std::vector<double> bounds =
+      per_layer ? options.max_grad_norms : std::vector<double>{options.max_grad_norm};
+  const int64_t batch = x.size(0);
+  const int64_t chunk = options.physical_batch > 0 ? options.physical_batch : batch;
+  if (batch <= chunk) return ghost_clip_and_sum(loss, params, x, y, bounds, per_layer).sum;
+  Params sum = tree::map(params, [](const Tensor& p) { return zeros_like(p); });
+  const std::vector<Tensor> sums = tree::flatten(sum);
+  for (int64_t first = 0; first < batch; first += chunk) {
+    const int64_t n = std::min(chunk, batch - first);
+    const std::vector<Tensor> part = tree::flatten(
+        ghost_clip_and_sum(loss, params, x.narrow(0, first, n), y.narrow(0, first, n), bounds,
+                           per_layer)
+            .sum);
+    for (size_t i = 0; i < sums.size(); ++i) sums[i].add_(part[i]);
+  }
+  return sum;
+}
+
 // The private gradient of one step: every rank passes its own samples (possibly
 // none) and all get the same result, (sum of clipped gradients + noise) / (q N).
+// sample_loss: one sample's loss (per-sample gradients by vmap(grad)), or
+// dp::ghost(batch_loss) for ghost clipping.
 template <class Group, class Loss, class Params>
 Params private_gradient(const Group& group, const Loss& sample_loss, const Params& params,
                         const Tensor& x, const Tensor& y, int64_t step,

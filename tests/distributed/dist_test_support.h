@@ -57,6 +57,14 @@ inline st::Tensor mlp_sample_loss(const Params& p, const st::Tensor& x, const st
   return st::nn::cross_entropy(st::nn::linear(h, p.at("w2"), p.at("b2")), y.unsqueeze(0));
 }
 
+// The same loss for ghost clipping: the batch's per-sample losses.
+inline st::Tensor mlp_ghost_loss(const Params& p, const st::Tensor& x, const st::Tensor& y,
+                                 st::dp::GhostTape& tape) {
+  const st::Tensor h = tape.linear(x, p.at("w1"), p.at("b1")).tanh();
+  return st::nn::cross_entropy(tape.linear(h, p.at("w2"), p.at("b2")), y,
+                               st::nn::Reduction::None);
+}
+
 inline Params clone(const Params& p) {
   Params out;
   for (const auto& [name, t] : p) out.emplace(name, t.clone());

@@ -25,6 +25,7 @@ struct Problem {
   int steps = 5;
   double learning_rate = 0.2;
   st::ScalarType dtype = st::kFloat64;
+  bool ghost = false;  // ghost clipping instead of vmap(grad) per-sample gradients
   st::dp::DpSgdOptions options{.noise_multiplier = 1.0, .max_grad_norm = 0.4, .noise_seed = 77};
 };
 
@@ -48,7 +49,11 @@ Trained train(const Group& group, const Problem& problem) {
   const st::Tensor x_shard = x.narrow(0, s.begin, s.size());
   const st::Tensor y_shard = y.narrow(0, s.begin, s.size());
   for (int step = 0; step < problem.steps; ++step) {
-    out.samples_seen += optimizer.step(dist_test::mlp_sample_loss, out.params, x_shard, y_shard);
+    out.samples_seen +=
+        problem.ghost
+            ? optimizer.step(st::dp::ghost(&dist_test::mlp_ghost_loss), out.params, x_shard,
+                             y_shard)
+            : optimizer.step(dist_test::mlp_sample_loss, out.params, x_shard, y_shard);
   }
   return out;
 }
@@ -93,6 +98,26 @@ TEST(DistributedDpSgd, SmallPhysicalBatchesMatchOneProcess) {
   Problem problem;
   problem.options.physical_batch = 2;
   expect_matches_one_process(problem, 1e-6);
+}
+
+// Ghost clipping over W ranks against one process on the per-sample route:
+// flat, per layer, and with empty local batches.
+TEST(DistributedDpSgd, GhostClippingMatchesOneProcessOnThePerSampleRoute) {
+  Problem reference;
+  for (int variant = 0; variant < 3; ++variant) {
+    if (variant == 1) reference.options.max_grad_norms = {0.2, 0.1, 0.3, 0.1};
+    if (variant == 2) {
+      reference.dataset_size = 2;
+      reference.sample_rate = 0.5;
+      reference.steps = 8;
+    }
+    Problem ghost = reference;
+    ghost.ghost = true;
+    const Trained distributed = train(world(), ghost);
+    const Trained alone = train(st::dist::LocalGroup{}, reference);
+    EXPECT_LE(dist_test::max_relative_difference(distributed.params, alone.params), 1e-6)
+        << "variant " << variant;
+  }
 }
 
 // Two samples over W ranks: with 3 ranks rank 0 holds none, with 2 each holds

@@ -165,6 +165,39 @@ TEST(Group, DifferentTreesOnDifferentRanksAreAnErrorEverywhere) {
   EXPECT_EQ(ok.to_vector<double>(), std::vector<double>(2, g.size()));
 }
 
+// A tree every rank agreed on is remembered and later calls with it skip the
+// wait for the vote (Note [Collective signatures]); a rank that then passes
+// another tree, or a leaf it cannot use, is still an error on every rank.
+TEST(Group, ARepeatedTreeSumsAndAnotherTreeAfterItIsAnErrorEverywhere) {
+  const st::dist::Group g = world();
+  if (g.size() == 1) GTEST_SKIP() << "needs two ranks";
+  const double w = g.size();
+  const st::Tensor a = st::ones({4});
+  const st::Tensor small = st::ones({3}, st::kFloat64);
+  const std::vector<st::Tensor> tree = {a, small.narrow(0, 1, 2)};
+  g.all_reduce(tree);
+  g.all_reduce(tree);
+  EXPECT_EQ(a.to_vector<double>(), std::vector<double>(4, w * w));
+  EXPECT_EQ(small.to_vector<double>(), (std::vector<double>{1, w * w, w * w}));
+
+  const std::vector<st::Tensor> other = {st::ones({4}), st::ones({3}, st::kFloat64)};
+  std::string message = dist_test::error_of([&] { g.all_reduce(g.rank() == 1 ? other : tree); });
+  EXPECT_NE(message.find("the ranks were given different trees"), std::string::npos) << message;
+
+  g.all_reduce(tree);  // remembered again
+  const std::vector<st::Tensor> undefined = {st::Tensor(), small.narrow(0, 1, 2)};
+  message = dist_test::error_of([&] { g.all_reduce(g.rank() == 1 ? undefined : tree); });
+  EXPECT_NE(message.find(g.rank() == 1 ? "leaf 0 is an undefined tensor"
+                                       : "another rank was given leaves it cannot use"),
+            std::string::npos)
+      << message;
+
+  const st::Tensor ok = st::ones({2});
+  g.all_reduce(ok);
+  g.all_reduce(ok);
+  EXPECT_EQ(ok.to_vector<double>(), std::vector<double>(2, w * w));
+}
+
 TEST(Group, ALeafOnlyOneRankCannotUseIsAnErrorEverywhere) {
   const st::dist::Group g = world();
   const std::vector<st::Tensor> leaves = {g.rank() == 0 ? st::Tensor() : st::zeros({2})};
@@ -200,6 +233,13 @@ TEST(Group, TensorsOfATransformAreRefused) {
     })(xs);
   });
   EXPECT_NE(message.find("tensor of a transform"), std::string::npos) << message;
+  const std::string under_grad = dist_test::error_of([&] {
+    st::grad([&](const st::Tensor& x) {
+      g.all_reduce(x);
+      return x.sum();
+    })(xs);
+  });
+  EXPECT_NE(under_grad.find("tensor of a transform"), std::string::npos) << under_grad;
 }
 
 }  // namespace
