@@ -1,5 +1,6 @@
 #include "tests/fuzz/check_support.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -16,6 +17,18 @@ std::vector<int64_t> with_batch(const std::vector<int64_t>& shape) {
   std::vector<int64_t> out{kBatch};
   out.insert(out.end(), shape.begin(), shape.end());
   return out;
+}
+
+ScalarType& checked_dtype() {
+  thread_local ScalarType dtype = kFloat64;
+  return dtype;
+}
+
+std::string Check::run(const Program& p, std::mt19937_64& rng) const {
+  checked_dtype() = p.dtype;
+  std::string result = body(p, rng);
+  checked_dtype() = kFloat64;
+  return result;
 }
 
 BothRaised& both_raised() {
@@ -57,6 +70,9 @@ std::string compare(const char* what, const Tensor& a, const Tensor& b, double t
     return out.str();
   }
   if (a.numel() == 0) return {};
+  if (tol > 0 && (a.dtype() == kFloat32 || b.dtype() == kFloat32 || checked_dtype() == kFloat32)) {
+    tol = std::max(tol, kFloat32Tol);
+  }
   if (tol == 0) {
     if (!bitwise_equal(a, b)) out << what << ": not bitwise equal";
     return out.str();

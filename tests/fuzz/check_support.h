@@ -18,6 +18,17 @@ inline constexpr int64_t kBatch = 3;
 // Normal values of `shape`, float64 unless told.
 Tensor random_tensor(std::mt19937_64& rng, const std::vector<int64_t>& shape,
                      ScalarType dtype = kFloat64);
+// Whether the program computes in float32 or float64: the checks of derivatives
+// skip the others.
+inline bool floating(const Program& p) { return is_floating_point(p.dtype); }
+// The dtype of the program the current check runs (Check::run), for compare().
+ScalarType& checked_dtype();
+// The program computing in float64, noted as the checked dtype: a float32
+// program's finite-difference checks run on it (float32 cannot resolve a step of 1e-6).
+inline Program in_float64(Program p) {
+  p.dtype = checked_dtype() = kFloat64;
+  return p;
+}
 // {kBatch, shape...}
 std::vector<int64_t> with_batch(const std::vector<int64_t>& shape);
 
@@ -25,11 +36,16 @@ std::vector<int64_t> with_batch(const std::vector<int64_t>& shape);
 // reference's size) of a derivative against them.
 inline constexpr double kFiniteDifferenceStep = 1e-6;
 inline constexpr double kFiniteDifferenceTol = 1e-5;
+// Two float32 computations of one value that round differently (batched vs per-sample
+// sums): float32's epsilon is 1.2e-7, and a program rounds a few dozen times.
+inline constexpr double kFloat32Tol = 1e-5;
 // The gradient of a scalar function of x by central differences, x's shape.
 Tensor finite_difference_gradient(const std::function<double(const Tensor&)>& f, const Tensor& x);
 
 // Empty when a and b have one shape and agree to within tol (relative to b's
 // size); tol 0 asks for bitwise equality (NaN equal to NaN in the same place).
+// tol is for float64: a float32 result, or any in a check of a float32 program,
+// gets at least kFloat32Tol.
 std::string compare(const char* what, const Tensor& a, const Tensor& b, double tol);
 
 struct BothRaised {

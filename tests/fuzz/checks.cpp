@@ -38,7 +38,9 @@ std::string chunked_vs_whole(const Program& p, std::mt19937_64& rng) {
       [&] { return vmap(f)(xs, ys); }, 1e-12);
 }
 
-std::string grad_vs_finite_differences(const Program& p, std::mt19937_64& rng) {
+std::string grad_vs_finite_differences(const Program& program, std::mt19937_64& rng) {
+  if (!floating(program)) return {};
+  const Program p = in_float64(program);
   const Tensor x = random_tensor(rng, p.shape);
   const Tensor y = random_tensor(rng, p.y_shape);
   auto loss = [&](const Tensor& a) { return run(p, a, y).sum(); };
@@ -51,7 +53,9 @@ std::string grad_vs_finite_differences(const Program& p, std::mt19937_64& rng) {
 // vjp_fn(ct) for both inputs against the float64 finite-difference gradients of
 // sum(f(x, y) * ct): the cotangent of a broadcast input is summed over the
 // broadcast dims.
-std::string vjp_vs_finite_differences(const Program& p, std::mt19937_64& rng) {
+std::string vjp_vs_finite_differences(const Program& program, std::mt19937_64& rng) {
+  if (!floating(program)) return {};
+  const Program p = in_float64(program);
   const Tensor x = random_tensor(rng, p.shape);
   const Tensor y = random_tensor(rng, p.y_shape);
   const Tensor ct = random_tensor(rng, output_shape(p));
@@ -71,7 +75,9 @@ std::string vjp_vs_finite_differences(const Program& p, std::mt19937_64& rng) {
 }
 
 // jvp with tangents for both inputs against the central difference of f along them.
-std::string jvp_vs_finite_differences(const Program& p, std::mt19937_64& rng) {
+std::string jvp_vs_finite_differences(const Program& program, std::mt19937_64& rng) {
+  if (!floating(program)) return {};
+  const Program p = in_float64(program);
   const Tensor x = random_tensor(rng, p.shape);
   const Tensor y = random_tensor(rng, p.y_shape);
   const Tensor tx = random_tensor(rng, p.shape);
@@ -87,6 +93,7 @@ std::string jvp_vs_finite_differences(const Program& p, std::mt19937_64& rng) {
 }
 
 std::string jacrev_vs_jacfwd(const Program& p, std::mt19937_64& rng) {
+  if (!floating(p)) return {};
   const Tensor x = random_tensor(rng, p.shape);
   const Tensor y = random_tensor(rng, p.y_shape);
   auto f = [&](const Tensor& a) { return run(p, a, y); };
@@ -95,6 +102,7 @@ std::string jacrev_vs_jacfwd(const Program& p, std::mt19937_64& rng) {
 }
 
 std::string vmap_grad_vs_loop(const Program& p, std::mt19937_64& rng) {
+  if (!floating(p)) return {};
   const Tensor xs = random_tensor(rng, with_batch(p.shape));
   const Tensor y = random_tensor(rng, p.y_shape);
   auto loss = [&](const Tensor& a) { return run(p, a, y).sum(); };

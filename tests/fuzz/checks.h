@@ -13,13 +13,16 @@ namespace strata::fuzz {
 // held, else what differed.
 struct Check {
   const char* name;  // the transform stack, e.g. "vmap(chunk_size) vs loop"
-  std::string (*run)(const Program& p, std::mt19937_64& rng);
+  std::string (*body)(const Program& p, std::mt19937_64& rng);
+  // body, with p's dtype noted for compare(): a float32 program's gradient with
+  // respect to float64 inputs is float64 but carries float32 rounding.
+  std::string run(const Program& p, std::mt19937_64& rng) const;
 };
 
 // Every check: the first ones (checks.cpp), stack_checks() (stacks.cpp) and
 // nested_checks() (nested.cpp).
 const std::vector<Check>& all_checks();
-// Functionalize, trace + replay, cond, custom functions, float32, threads.
+// Functionalize, trace + replay, cond, custom functions, float32, threads, TBB threads.
 const std::vector<Check>& stack_checks();
 // Random stacks of up to 4 transforms against a stack of reference transforms.
 const std::vector<Check>& nested_checks();

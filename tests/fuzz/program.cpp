@@ -68,6 +68,20 @@ Shape broadcast_source(const Shape& full, std::mt19937_64& rng) {
   return out;
 }
 
+// The ops an int64 or bool program draws from: no transcendental and no division.
+constexpr OpKind kIntegerOps[] = {OpKind::Add,        OpKind::Sub,     OpKind::Mul,
+                                  OpKind::Square,     OpKind::MulByTotal, OpKind::SumKeep,
+                                  OpKind::AddInPlace, OpKind::MulThroughView};
+
+ScalarType random_dtype(std::mt19937_64& rng) {
+  switch (rng() % 8) {
+    case 0: return kFloat32;
+    case 1: return kInt64;
+    case 2: return kBool;
+    default: return kFloat64;
+  }
+}
+
 }  // namespace
 
 Program random_program(std::mt19937_64& rng) {
@@ -82,12 +96,17 @@ Program random_program(std::mt19937_64& rng) {
     case 2: p.shape = broadcast_source(p.y_shape, rng); break;
     default: break;
   }
+  p.dtype = random_dtype(rng);
+  const bool floating = is_floating_point(p.dtype);
   std::vector<Shape> registers{p.shape, p.y_shape};
-  const int length = 1 + static_cast<int>(rng() % 6);
+  // Integer inputs are truncated normals (|v| <= 4 or so): 3 ops of square or
+  // mul(sum) over at most 6 elements stay far below 2^63.
+  const int length = 1 + static_cast<int>(rng() % (floating ? 6 : 3));
   for (int i = 0; i < length; ++i) {
     const int n = static_cast<int>(registers.size());
-    Instruction in{static_cast<OpKind>(rng() % kNumOpKinds), static_cast<int>(rng() % n),
-                   static_cast<int>(rng() % n)};
+    const OpKind kind = floating ? static_cast<OpKind>(rng() % kNumOpKinds)
+                                 : kIntegerOps[rng() % std::size(kIntegerOps)];
+    Instruction in{kind, static_cast<int>(rng() % n), static_cast<int>(rng() % n)};
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) std::swap(in.a, in.b);
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) in.kind = OpKind::Mul;
     registers.push_back(result_shape(in, registers[in.a], registers[in.b]));
@@ -105,7 +124,7 @@ int64_t num_elements(const std::vector<int64_t>& shape) {
 std::vector<int64_t> output_shape(const Program& p) { return register_shapes(p).back(); }
 
 Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
-  std::vector<Tensor> r{x, y};
+  std::vector<Tensor> r{x.dtype() == p.dtype ? x : x.to(p.dtype), y.dtype() == p.dtype ? y : y.to(p.dtype)};
   for (const Instruction& in : p.code) {
     const Tensor& a = r[in.a];
     const Tensor& b = r[in.b];
@@ -144,7 +163,13 @@ std::string to_cpp(const Program& p) {
   std::ostringstream out;
   out << "// inputs x of shape " << shape_string(p.shape) << ", y of shape "
       << shape_string(p.y_shape) << "\n";
-  out << "auto f = [](const Tensor& x, const Tensor& y) {\n  std::vector<Tensor> r{x, y};\n";
+  out << "auto f = [](const Tensor& x, const Tensor& y) {\n";
+  if (p.dtype == kFloat64) {
+    out << "  std::vector<Tensor> r{x, y};\n";
+  } else {
+    const std::string to = ".to(k" + std::string(to_string(p.dtype)) + ")";
+    out << "  std::vector<Tensor> r{x" << to << ", y" << to << "};\n";
+  }
   for (const Instruction& in : p.code) {
     const std::string a = "r[" + std::to_string(in.a) + "]";
     const std::string b = "r[" + std::to_string(in.b) + "]";

@@ -42,6 +42,10 @@ struct Program {
   std::vector<int64_t> shape;    // of x
   std::vector<int64_t> y_shape;  // of y: shape, or one broadcast-compatible with it
   std::vector<Instruction> code;
+  // What run() converts both inputs to first. Mostly float64; sometimes float32, or
+  // int64 / bool with only the ops that keep integers integers (a short program,
+  // so int64 values cannot overflow); derivative checks skip non-floating programs.
+  ScalarType dtype = kFloat64;
 };
 
 Program random_program(std::mt19937_64& rng);

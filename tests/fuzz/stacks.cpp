@@ -1,6 +1,9 @@
 // The differential fuzzer's checks of functionalize, trace + replay, cond,
-// custom functions, float32 and threads (tests/fuzz/README.md).
+// custom functions, float32, threads and TBB's thread count (tests/fuzz/README.md).
+#include <algorithm>
 #include <thread>
+
+#include "kernels/cpu/parallel.h"
 
 #include "tests/fuzz/check_support.h"
 
@@ -26,7 +29,7 @@ std::string functionalize_vs_eager(const Program& p, std::mt19937_64& rng) {
   std::string failure = agree(
       "functionalize vs eager", [&] { return functionalize(f, remove)(x, y); },
       [&] { return f(x, y); }, 0);
-  if (!failure.empty()) return failure;
+  if (!failure.empty() || !floating(p)) return failure;
   auto loss = [&](const Tensor& a) { return run(p, a, y).sum(); };
   return agree(
       "grad(functionalize) vs grad", [&] { return grad(functionalize(loss, remove))(x); },
@@ -36,7 +39,7 @@ std::string functionalize_vs_eager(const Program& p, std::mt19937_64& rng) {
 // The graph of f (eager, vmap or grad of the program) traced at one pair of
 // inputs, replayed on another.
 std::string trace_replay_vs_eager(const Program& p, std::mt19937_64& rng) {
-  const unsigned stack = rng() % 3;
+  const unsigned stack = rng() % (floating(p) ? 3 : 2);
   const Inputs drawn = random_inputs(p, rng, stack == 1), drawn2 = random_inputs(p, rng, stack == 1);
   const Tensor &x = drawn.x, &y = drawn.y, &x2 = drawn2.x, &y2 = drawn2.y;
   auto f = [&](const Tensor& a, const Tensor& b) -> Tensor {
@@ -54,6 +57,7 @@ std::string trace_replay_vs_eager(const Program& p, std::mt19937_64& rng) {
 // cond with a per-sample predicate under vmap (both branches run, each lane keeps
 // its own), and its gradient, against a loop that takes each sample's branch.
 std::string cond_vs_loop(const Program& p, std::mt19937_64& rng) {
+  if (!floating(p)) return {};
   const Inputs batch = random_inputs(p, rng, true);
   const Tensor &xs = batch.x, &ys = batch.y;
   const Tensor preds = random_tensor(rng, {kBatch}) > zeros({kBatch}, kFloat64);
@@ -94,6 +98,7 @@ std::string cond_vs_loop(const Program& p, std::mt19937_64& rng) {
 // The program as a custom function whose vjp rule is the program's vjp: grad uses
 // the rule, jvp derives J·t from it, vmap derives a batched custom function.
 std::string custom_function_vs_plain(const Program& p, std::mt19937_64& rng) {
+  if (!floating(p)) return {};
   const Inputs drawn = random_inputs(p, rng);
   const Tensor &x = drawn.x, &y = drawn.y;
   const Tensor t = random_tensor(rng, p.shape);
@@ -128,7 +133,11 @@ std::string custom_function_vs_plain(const Program& p, std::mt19937_64& rng) {
 
 // The program and its gradient in float32 against float64, where float64 stays
 // in a range float32 represents well.
-std::string float32_vs_float64(const Program& p, std::mt19937_64& rng) {
+std::string float32_vs_float64(const Program& program, std::mt19937_64& rng) {
+  if (!floating(program)) return {};
+  const Program p = in_float64(program);
+  Program p32 = p;
+  p32.dtype = kFloat32;
   const Inputs drawn = random_inputs(p, rng);
   const Tensor &x = drawn.x, &y = drawn.y;
   const Tensor x32 = x.to(kFloat32), y32 = y.to(kFloat32);
@@ -136,12 +145,14 @@ std::string float32_vs_float64(const Program& p, std::mt19937_64& rng) {
   const std::optional<Tensor> out = attempt([&] { return run(p, x, y); }, error);
   if (out && out->numel() > 0 && !(out->abs().max().item<double>() < 1e3)) return {};
   std::string failure = agree(
-      "float32 vs float64", [&] { return run(p, x32, y32); }, [&] { return run(p, x, y); }, 1e-4);
+      "float32 vs float64", [&] { return run(p32, x32, y32); }, [&] { return run(p, x, y); }, 1e-4);
   if (!failure.empty()) return failure;
-  auto loss = [&](const Tensor& b) { return [&p, b](const Tensor& a) { return run(p, a, b).sum(); }; };
+  auto loss = [](const Program& q, const Tensor& b) {
+    return [&q, b](const Tensor& a) { return run(q, a, b).sum(); };
+  };
   return agree(
-      "grad in float32 vs float64", [&] { return grad(loss(y32))(x32); },
-      [&] { return grad(loss(y))(x); }, 1e-3);
+      "grad in float32 vs float64", [&] { return grad(loss(p32, y32))(x32); },
+      [&] { return grad(loss(p, y))(x); }, 1e-3);
 }
 
 // vmap of the program and of its grad on two threads at once, each run bitwise
@@ -153,6 +164,7 @@ std::string two_threads_vs_one(const Program& p, std::mt19937_64& rng) {
     return attempt([&] {
       auto f = [&](const Tensor& a, const Tensor& b) { return run(p, a, b); };
       auto loss = [&](const Tensor& a, const Tensor& b) { return f(a, b).sum(); };
+      if (!floating(p)) return vmap(f)(xs, ys);
       return cat({vmap(f)(xs, ys).reshape({-1}), vmap(grad(loss))(xs, ys).reshape({-1})});
     }, error);
   };
@@ -176,6 +188,50 @@ std::string two_threads_vs_one(const Program& p, std::mt19937_64& rng) {
   return {};
 }
 
+// TBB limited to `threads` workers while it lives; then the default again.
+class ThreadLimit {
+ public:
+  explicit ThreadLimit(int threads) { cpu::set_num_threads(threads); }
+  ~ThreadLimit() { cpu::set_num_threads(0); }
+  ThreadLimit(const ThreadLimit&) = delete;
+  ThreadLimit& operator=(const ThreadLimit&) = delete;
+};
+
+bool has_reduction(const Program& p) {
+  return std::any_of(p.code.begin(), p.code.end(), [](const Instruction& in) {
+    return in.kind == OpKind::MulByTotal || in.kind == OpKind::MeanOver || in.kind == OpKind::SumKeep;
+  });
+}
+
+// The program on inputs big enough for the CPU kernels to split them across TBB's
+// workers (a leading dim that takes them past 2 grains), eagerly (x carries that
+// dim, y broadcasts) and under vmap over it, with TBB limited to 1 thread and to 2.
+// Elementwise kernels and views promise bitwise equal results for any thread
+// count; a reduction may add its chunks in another order, so a program with one
+// is compared to 1e-12 relative (float64; float32 gets compare()'s floor).
+std::string tbb_one_vs_two_threads(const Program& p, std::mt19937_64& rng) {
+  const int64_t rows = 2 * cpu::kElementwiseGrain / std::max<int64_t>(1, num_elements(p.shape)) + 1;
+  std::vector<int64_t> x_shape = p.shape, y_shape = p.y_shape;
+  x_shape.insert(x_shape.begin(), rows);
+  y_shape.insert(y_shape.begin(), rows);
+  const Tensor xs = random_tensor(rng, x_shape), ys = random_tensor(rng, y_shape);
+  const Tensor y = random_tensor(rng, p.y_shape);
+  const double tol = has_reduction(p) ? 1e-12 : 0;
+  auto on = [](int threads, auto&& f) {
+    return [threads, &f] {
+      const ThreadLimit limit(threads);
+      return f();
+    };
+  };
+  auto batched = [&] { return vmap([&](const Tensor& a, const Tensor& b) { return run(p, a, b); })(xs, ys); };
+  std::string failure = agree("1 vs 2 TBB threads (vmap)", on(2, batched), on(1, batched), tol);
+  // Integer sums over the whole leading dim could overflow int64: eager runs
+  // floating programs only.
+  if (!failure.empty() || !floating(p)) return failure;
+  auto eager = [&] { return run(p, xs, y); };
+  return agree("1 vs 2 TBB threads (eager)", on(2, eager), on(1, eager), tol);
+}
+
 }  // namespace
 
 const std::vector<Check>& stack_checks() {
@@ -186,6 +242,7 @@ const std::vector<Check>& stack_checks() {
       {"custom_function (vjp rule) under grad, jvp, vmap vs plain", &custom_function_vs_plain},
       {"float32 vs float64 (values, grad)", &float32_vs_float64},
       {"vmap and vmap(grad) on 2 threads vs 1 (bitwise)", &two_threads_vs_one},
+      {"eager and vmap with TBB on 1 thread vs 2", &tbb_one_vs_two_threads},
   };
   return checks;
 }

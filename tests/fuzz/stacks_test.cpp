@@ -5,10 +5,12 @@
 #include <strata/strata.h>
 
 #include <numbers>
+#include <set>
 #include <thread>
 
 #include "dispatcher/dispatcher.h"
 #include "dispatcher/library.h"
+#include "kernels/cpu/parallel.h"
 #include "tests/fuzz/checks.h"
 
 namespace strata::fuzz {
@@ -22,6 +24,8 @@ constexpr const char* kDtypes = "float32 vs float64 (values, grad)";
 constexpr const char* kThreads = "vmap and vmap(grad) on 2 threads vs 1 (bitwise)";
 constexpr const char* kVjp = "vjp (both inputs, broadcast) vs float64 finite differences";
 constexpr const char* kJvp = "jvp (both inputs) vs float64 finite differences";
+constexpr const char* kTbb = "eager and vmap with TBB on 1 thread vs 2";
+constexpr const char* kVmap = "vmap (random in_dims, chunk_size 0/1/2) vs loop";
 constexpr const char* kNested = "random transform stack (depth 1-4) vs reference stack";
 
 bool is_failure(const std::string& result) {
@@ -75,7 +79,7 @@ Library plant_sin(E error) {
 }
 
 TEST(FuzzStacks, PassOnRandomPrograms) {
-  for (const char* check : {kFunctionalize, kTrace, kCond, kCustom, kDtypes, kThreads, kVjp, kJvp, kNested}) {
+  for (const char* check : {kFunctionalize, kTrace, kCond, kCustom, kDtypes, kThreads, kTbb, kVjp, kJvp, kNested}) {
     EXPECT_EQ(failures(check, 40), 0) << check;
   }
 }
@@ -143,6 +147,48 @@ TEST(FuzzStacks, ThreadsCatchAKernelThatDependsOnTheThread) {
   expect_caught(run_on(kThreads, OpKind::Mul), "2 threads vs 1: not bitwise equal");
 }
 
+TEST(FuzzStacks, TbbThreadsCatchAKernelThatDependsOnTheThreadCount) {
+  EXPECT_EQ(run_on(kTbb, OpKind::Mul), "");
+  const Library lib = plant_sin([](const Tensor&) { return cpu::num_threads() == 1 ? 0.0 : 1e-13; });
+  expect_caught(run_on(kTbb, OpKind::Mul), "1 vs 2 TBB threads (vmap): not bitwise equal");
+}
+
+// The generator draws float32, int64 and bool programs, and every check runs
+// clean on 40 of them (the derivative checks skip the integer ones).
+TEST(FuzzStacks, PassOnProgramsOfOtherDtypes) {
+  std::set<ScalarType> drawn;
+  int tested = 0;
+  for (uint64_t seed = 1; tested < 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    const Program p = random_program(rng);
+    drawn.insert(p.dtype);
+    if (p.dtype == kFloat64) continue;
+    ++tested;
+    for (const Check& check : all_checks()) {
+      std::mt19937_64 check_rng(rng());
+      const std::string result = check.run(p, check_rng);
+      EXPECT_FALSE(is_failure(result)) << check.name << ", seed " << seed << ": " << result << "\n" << to_cpp(p);
+    }
+  }
+  EXPECT_EQ(drawn, (std::set<ScalarType>{kBool, kInt64, kFloat32, kFloat64}));
+}
+
+TEST(FuzzStacks, VmapCatchesAKernelWrongForInt64Only) {
+  Program p{.shape = {2, 3}, .y_shape = {2, 3}, .code = {{OpKind::Square, 0, 0}, {OpKind::Add, 2, 1}}};
+  auto vmap_check = [&p] {
+    std::mt19937_64 rng(7);
+    return find_check(kVmap).run(p, rng);
+  };
+  // square doubled on batched int64 inputs (3 dims under vmap, 2 in the loop).
+  const Library lib = plant("square", DispatchKey::CPU, [](DispatchKeySet, Stack& stack) {
+    const Tensor x = stack.back().to_tensor();
+    stack.back() = x.dtype() == kInt64 && x.dim() >= 3 ? x * x + x * x : x * x;
+  });
+  EXPECT_EQ(vmap_check(), "");  // float64: square is right
+  p.dtype = kInt64;
+  expect_caught(vmap_check(), "vmap vs loop: max difference");
+}
+
 TEST(FuzzStacks, FiniteDifferencesCatchAWrongDerivative) {
   EXPECT_EQ(run_on(kVjp, OpKind::Mul), "");
   EXPECT_EQ(run_on(kJvp, OpKind::Mul), "");
@@ -159,7 +205,9 @@ int nested_failures(int n) {
   for (int seed = 1; seed <= n; ++seed) {
     std::mt19937_64 rng(static_cast<uint64_t>(seed));
     const std::string result = find_check(kNested).run(p, rng);
-    if (is_failure(result)) EXPECT_EQ(result.rfind("transform stack ", 0), 0u) << result;
+    if (is_failure(result)) {
+      EXPECT_EQ(result.rfind("transform stack ", 0), 0u) << result;
+    }
     failed += is_failure(result);
   }
   return failed;
