@@ -65,12 +65,14 @@ int main_impl(int argc, char** argv) {
   std::map<std::string, long> unsupported;  // clear errors of a transform, by message start
   std::map<std::string, long> both_raised;  // checks that compared two errors, by message start
   std::set<OpKind> ops_seen;
+  std::map<std::string, long> dtypes;  // programs by the dtype they compute in
   long failures = 0, done = 0;
   for (long k = 0; seconds > 0 ? elapsed() < seconds : k < programs; ++k, ++done) {
     const uint64_t program_seed = seed + static_cast<uint64_t>(k);
     std::mt19937_64 rng(program_seed);
     const Program p = random_program(rng);
     for (const Instruction& in : p.code) ops_seen.insert(in.kind);
+    ++dtypes[to_string(p.dtype)];
     for (const Check& check : all_checks()) {
       const uint64_t check_seed = rng();
       std::mt19937_64 check_rng(check_seed);
@@ -110,6 +112,8 @@ int main_impl(int argc, char** argv) {
   const NestedCoverage& nested = nested_coverage();
   std::cout << "  transform stacks: " << nested.stacks.size() << " distinct sequences of layer kinds; by depth";
   for (int d = 1; d <= 4; ++d) std::cout << " " << d << ": " << nested.by_depth[d];
+  std::cout << "\n  programs by dtype:";
+  for (const auto& [dtype, n] : dtypes) std::cout << " " << dtype << ": " << n << ",";
   std::cout << "\n  ops used:";
   for (OpKind kind : ops_seen) std::cout << " " << fuzz::name(kind) << ",";
   std::cout << "\n";

@@ -1,6 +1,7 @@
 #include "tests/fuzz/program.h"
 
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 
 namespace strata::fuzz {
@@ -68,10 +69,12 @@ Shape broadcast_source(const Shape& full, std::mt19937_64& rng) {
   return out;
 }
 
-// The ops an int64 or bool program draws from: no transcendental and no division.
-constexpr OpKind kIntegerOps[] = {OpKind::Add,        OpKind::Sub,     OpKind::Mul,
-                                  OpKind::Square,     OpKind::MulByTotal, OpKind::SumKeep,
-                                  OpKind::AddInPlace, OpKind::MulThroughView};
+// The ops an int64 or bool program draws from: no transcendental and no division;
+// bool has no sub or square either.
+constexpr OpKind kIntegerOps[] = {OpKind::Add,        OpKind::Mul,           OpKind::MulByTotal,
+                                  OpKind::SumKeep,    OpKind::AddInPlace,    OpKind::MulThroughView,
+                                  OpKind::Sub,        OpKind::Square};
+constexpr size_t kNumBoolOps = std::size(kIntegerOps) - 2;
 
 ScalarType random_dtype(std::mt19937_64& rng) {
   switch (rng() % 8) {
@@ -104,8 +107,8 @@ Program random_program(std::mt19937_64& rng) {
   const int length = 1 + static_cast<int>(rng() % (floating ? 6 : 3));
   for (int i = 0; i < length; ++i) {
     const int n = static_cast<int>(registers.size());
-    const OpKind kind = floating ? static_cast<OpKind>(rng() % kNumOpKinds)
-                                 : kIntegerOps[rng() % std::size(kIntegerOps)];
+    const size_t choices = p.dtype == kBool ? kNumBoolOps : std::size(kIntegerOps);
+    const OpKind kind = floating ? static_cast<OpKind>(rng() % kNumOpKinds) : kIntegerOps[rng() % choices];
     Instruction in{kind, static_cast<int>(rng() % n), static_cast<int>(rng() % n)};
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) std::swap(in.a, in.b);
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) in.kind = OpKind::Mul;
@@ -124,7 +127,8 @@ int64_t num_elements(const std::vector<int64_t>& shape) {
 std::vector<int64_t> output_shape(const Program& p) { return register_shapes(p).back(); }
 
 Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
-  std::vector<Tensor> r{x.dtype() == p.dtype ? x : x.to(p.dtype), y.dtype() == p.dtype ? y : y.to(p.dtype)};
+  auto in_dtype = [&p](const Tensor& t) { return t.dtype() == p.dtype ? t : t.to(p.dtype); };
+  std::vector<Tensor> r{in_dtype(x), in_dtype(y)};
   for (const Instruction& in : p.code) {
     const Tensor& a = r[in.a];
     const Tensor& b = r[in.b];

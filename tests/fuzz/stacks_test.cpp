@@ -149,6 +149,7 @@ TEST(FuzzStacks, ThreadsCatchAKernelThatDependsOnTheThread) {
 
 TEST(FuzzStacks, TbbThreadsCatchAKernelThatDependsOnTheThreadCount) {
   EXPECT_EQ(run_on(kTbb, OpKind::Mul), "");
+  // mul and sin: compared bitwise.
   const Library lib = plant_sin([](const Tensor&) { return cpu::num_threads() == 1 ? 0.0 : 1e-13; });
   expect_caught(run_on(kTbb, OpKind::Mul), "1 vs 2 TBB threads (vmap): not bitwise equal");
 }
