@@ -198,21 +198,22 @@ class ThreadLimit {
 };
 
 // Whether every op of p gives the same bits however a kernel splits its range:
-// exact per-element arithmetic, sin and views do. A reduction may add its chunks
-// in another order; exp and sigmoid run Eigen's packet form on whole packets and
-// the scalar std:: form on a chunk's remainder, which differ in the last bit, and
-// where a chunk ends moves with the thread count (1 to 3 elements in 65K, 1 ulp).
+// exact per-element arithmetic, float64 sin and views do. A reduction may add its
+// chunks in another order; exp, sigmoid and float32 sin run Eigen's packet form on
+// whole packets and the scalar std:: form on a chunk's remainder, which differ in
+// the last bit, and where a chunk ends moves with the thread count (1 to 3
+// elements in 65K, 1 ulp).
 bool split_invariant(const Program& p) {
-  return std::all_of(p.code.begin(), p.code.end(), [](const Instruction& in) {
+  return std::all_of(p.code.begin(), p.code.end(), [&p](const Instruction& in) {
     switch (in.kind) {
       case OpKind::Add:
       case OpKind::Sub:
       case OpKind::Mul:
       case OpKind::DivSafe:
       case OpKind::Square:
-      case OpKind::Sin:
       case OpKind::AddInPlace:
       case OpKind::MulThroughView: return true;
+      case OpKind::Sin: return p.dtype == kFloat64;
       default: return false;
     }
   });
