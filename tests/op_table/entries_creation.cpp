@@ -24,6 +24,7 @@ OpInfo factory_entry(std::string name, std::vector<ScalarType> dtypes,
         return std::vector<Tensor>{reference(args)};
       });
   info.batching_rule = false;
+  info.factory = true;
   return without_gradient(std::move(info));
 }
 

@@ -54,6 +54,8 @@ struct OpInfo {
   bool forward_ad = true;
   bool twice_differentiable = true;
   bool batching_rule = true;
+  // Takes no tensor (zeros, arange, ...): it makes CPU tensors unless given a device.
+  bool factory = false;
   std::string inplace_variant;  // e.g. "add_", empty if none
   // The output's size depends on input values (a Bool mask's count): fake-mode
   // tracing must raise, saying so, instead of giving shapes.
