@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/index_put_internal.h"
 #include "ops/op_handle.h"
 #include "ops/ops.h"
 #include "ops/shape.h"
@@ -224,8 +225,7 @@ struct StridedLocations {
     span = std::max(*read_hi, *own_hi) - lo + 1;
     auto shifted = [lo, device = self.device()](std::vector<int64_t> p) {
       for (int64_t& v : p) v -= lo;
-      const Tensor on_host = tensor(p);
-      return device.is_cpu() ? on_host : on_host.to(device);
+      return index_put_detail::offsets_on(p, device, "strata::as_strided_backward");
     };
     read = shifted(r);
     own = shifted(o);

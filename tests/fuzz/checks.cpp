@@ -38,11 +38,24 @@ std::string chunked_vs_whole(const Program& p, std::mt19937_64& rng) {
       [&] { return vmap(f)(xs, ys); }, 1e-12);
 }
 
+// A floating program in Float64 with random inputs, for the finite-difference
+// checks. (Named members, not structured bindings: clang 14 cannot capture those.)
+struct Float64Case {
+  Program p;
+  Tensor x, y;
+};
+Float64Case float64_case(const Program& program, std::mt19937_64& rng) {
+  Program p = in_float64(program);
+  Tensor x = random_tensor(rng, p.shape);
+  Tensor y = random_tensor(rng, p.y_shape);
+  return {std::move(p), std::move(x), std::move(y)};
+}
+
 std::string grad_vs_finite_differences(const Program& program, std::mt19937_64& rng) {
   if (!floating(program)) return {};
-  const Program p = in_float64(program);
-  const Tensor x = random_tensor(rng, p.shape);
-  const Tensor y = random_tensor(rng, p.y_shape);
+  const Float64Case c = float64_case(program, rng);
+  const Program& p = c.p;
+  const Tensor &x = c.x, &y = c.y;
   auto loss = [&](const Tensor& a) { return run(p, a, y).sum(); };
   return agree(
       "grad vs finite differences", [&] { return grad(loss)(x); },
@@ -55,9 +68,9 @@ std::string grad_vs_finite_differences(const Program& program, std::mt19937_64& 
 // broadcast dims.
 std::string vjp_vs_finite_differences(const Program& program, std::mt19937_64& rng) {
   if (!floating(program)) return {};
-  const Program p = in_float64(program);
-  const Tensor x = random_tensor(rng, p.shape);
-  const Tensor y = random_tensor(rng, p.y_shape);
+  const Float64Case c = float64_case(program, rng);
+  const Program& p = c.p;
+  const Tensor &x = c.x, &y = c.y;
   const Tensor ct = random_tensor(rng, output_shape(p));
   auto dot = [&](const Tensor& a, const Tensor& b) { return (run(p, a, b) * ct).sum().item<double>(); };
   return agree(
@@ -77,9 +90,9 @@ std::string vjp_vs_finite_differences(const Program& program, std::mt19937_64& r
 // jvp with tangents for both inputs against the central difference of f along them.
 std::string jvp_vs_finite_differences(const Program& program, std::mt19937_64& rng) {
   if (!floating(program)) return {};
-  const Program p = in_float64(program);
-  const Tensor x = random_tensor(rng, p.shape);
-  const Tensor y = random_tensor(rng, p.y_shape);
+  const Float64Case c = float64_case(program, rng);
+  const Program& p = c.p;
+  const Tensor &x = c.x, &y = c.y;
   const Tensor tx = random_tensor(rng, p.shape);
   const Tensor ty = random_tensor(rng, p.y_shape);
   auto f = [&](const Tensor& a, const Tensor& b) { return run(p, a, b); };
