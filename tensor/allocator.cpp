@@ -1,5 +1,6 @@
 #include "tensor/allocator.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -240,6 +241,13 @@ void Allocator::copy_to_host(void* dst, const void* src, size_t nbytes, int /*de
 
 void register_allocator(DeviceType type, Allocator* allocator) {
   allocator_table()[static_cast<int>(type)].store(allocator, std::memory_order_release);
+}
+
+size_t device_block_size(size_t nbytes) {
+  constexpr size_t kUnit = 512;
+  constexpr size_t kMaxStep = size_t{2} << 20;
+  const size_t step = std::clamp(std::bit_floor(nbytes) / 8, kUnit, kMaxStep);
+  return nbytes == 0 ? kUnit : (nbytes + step - 1) / step * step;
 }
 
 CpuAllocatorStats cpu_allocator_stats() {

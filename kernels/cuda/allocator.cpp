@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <bit>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -17,18 +16,7 @@
 namespace strata {
 namespace {
 
-constexpr size_t kMinBlock = 512;
-constexpr size_t kSmallLimit = size_t{1} << 20;
-constexpr size_t kLargeGranule = size_t{2} << 20;
 constexpr int kMaxDevices = 64;
-
-// Powers of two up to 1 MiB, then multiples of 2 MiB: few classes for the many
-// small tensors, at most 2 MiB of slack on a large one.
-size_t rounded_size(size_t nbytes) {
-  if (nbytes <= kMinBlock) return kMinBlock;
-  if (nbytes <= kSmallLimit) return std::bit_ceil(nbytes);
-  return (nbytes + kLargeGranule - 1) / kLargeGranule * kLargeGranule;
-}
 
 bool caching_from_environment() {
   const char* env = std::getenv("STRATA_CUDA_ALLOCATOR_CACHE");
@@ -67,7 +55,7 @@ class CudaCachingAllocator final : public Allocator {
     if (nbytes == 0) return nullptr;
     // Checks the index and that a device exists before touching the runtime.
     gpu::stream_for(cuda(device));
-    const size_t size = rounded_size(nbytes);
+    const size_t size = device_block_size(nbytes);
     DevicePool& pool = pools_[device];
     {
       std::lock_guard<std::mutex> lock(pool.mutex);
@@ -102,7 +90,7 @@ class CudaCachingAllocator final : public Allocator {
 
   void deallocate_on(void* ptr, size_t nbytes, int device) override {
     if (ptr == nullptr) return;
-    const size_t size = rounded_size(nbytes);
+    const size_t size = device_block_size(nbytes);
     DevicePool& pool = pools_[device];
     if (caching_.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> lock(pool.mutex);

@@ -2,6 +2,7 @@
 // Expected values are written out by hand from the documented behaviour.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <sstream>
@@ -177,6 +178,27 @@ TEST(Allocator, CachingOffMakesEveryAllocationASystemAllocation) {
   EXPECT_EQ(st::cpu_allocator_stats().thread_bytes_cached, 0u);
   st::set_cpu_allocator_caching(true);
   EXPECT_TRUE(st::cpu_allocator_caching());
+}
+
+// The device allocator counts blocks in these sizes, so its peak is what tensors
+// hold plus this slack; the MLP's per-sample gradients (1.25 MiB, 0.77 MiB) once
+// took 2 MiB and 1 MiB blocks.
+TEST(Allocator, DeviceBlocksWasteUnderAnEighthAndUnderTwoMiB) {
+  EXPECT_EQ(st::device_block_size(1), 512u);
+  EXPECT_EQ(st::device_block_size(513), 1024u);
+  EXPECT_EQ(st::device_block_size(size_t{10} * 128 * 256 * 4), size_t{10} * 128 * 256 * 4);
+  EXPECT_EQ(st::device_block_size(784 * 256 * 4), 13u * 65536);
+  size_t previous = 0;
+  for (size_t n = 1; n < (size_t{1} << 34); n = n * 9 / 7 + 13) {
+    const size_t block = st::device_block_size(n);
+    ASSERT_GE(block, n);
+    ASSERT_EQ(block % 512, 0u) << n;
+    ASSERT_LT(block - n, std::max<size_t>(512, n / 8)) << n;
+    ASSERT_LT(block - n, size_t{2} << 20) << n;
+    ASSERT_EQ(st::device_block_size(block), block) << n;  // a freed block fits its own size
+    ASSERT_GE(block, previous) << n;
+    previous = block;
+  }
 }
 
 TEST(Allocator, LargeBlocksGoThroughTheSharedCache) {
