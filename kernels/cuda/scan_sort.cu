@@ -1,6 +1,8 @@
 // cumsum and sort on CUDA (kernels/cuda/scan_sort.h). A lane is `size` elements
 // `inner` apart; lane l starts at (l / inner) * size * inner + l % inner, so the
-// lanes handled by one warp are adjacent in memory when inner > 1.
+// lanes handled by one warp are adjacent in memory when inner > 1. A long
+// contiguous lane (inner 1) is scanned by a whole block, tile by tile with a
+// running carry, rather than by one thread.
 //
 // Note [CUDA sort]
 // Short lanes sort by rank: each element counts the lane's elements that go
@@ -9,6 +11,7 @@
 // radix order puts after +inf, so last ascending and first descending) and -0
 // made +0 (equal to it, as comparisons have it), carrying each element's position;
 // the values are then read back from the input at the sorted positions.
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
 #include <cstdint>
@@ -37,6 +40,28 @@ __global__ void cumsum_lanes(T* out, const T* in, cpu::Lanes l, int64_t lanes) {
       total = k == 0 ? in[i] : static_cast<T>(total + in[i]);
       out[i] = total;
     }
+  }
+}
+
+constexpr int kScanThreads = 256;
+constexpr int64_t kBlockScannedLane = 2048;
+
+// Block b scans the contiguous lane b: each tile of kScanThreads elements is
+// scanned together and offset by the sum of the tiles before it.
+template <class T>
+__global__ void cumsum_contiguous_lanes(T* out, const T* in, int64_t size) {
+  using Scan = cub::BlockScan<T, kScanThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * size;
+  T carry = 0;
+  for (int64_t tile = 0; tile < size; tile += kScanThreads) {
+    const int64_t k = tile + threadIdx.x;
+    T partial;
+    T tile_total;
+    Scan(temp).InclusiveSum(k < size ? in[base + k] : T(0), partial, tile_total);
+    if (k < size) out[base + k] = static_cast<T>(carry + partial);
+    carry = static_cast<T>(carry + tile_total);
+    __syncthreads();  // temp is reused by the next tile's scan
   }
 }
 
@@ -165,6 +190,17 @@ void cumsum_kernel(const Tensor& out, const Tensor& input, cpu::Lanes lanes) {
   constexpr const char* op = "strata::cumsum";
   check_same_device(op, out.device(), input.device());
   const int64_t count = out.numel() == 0 ? 0 : lanes.outer * lanes.inner;
+  if (count > 0 && lanes.inner == 1 && lanes.size >= kBlockScannedLane &&
+      lanes.outer < (int64_t{1} << 31) && out.dtype() != kBool) {
+    DeviceGuard guard(out.device());
+    const cudaStream_t stream = stream_for(out.device());
+    dispatch_numeric(out.dtype(), op, [&](auto tag) {
+      using T = decltype(tag);
+      cumsum_contiguous_lanes<T><<<static_cast<unsigned>(lanes.outer), kScanThreads, 0, stream>>>(
+          data_of<T>(out), data_of<T>(input), lanes.size);
+    });
+    return check_launch(op);
+  }
   launch_elements<bool, int64_t, float, double>(
       op, out, out.dtype(), count, [&](auto tag, int grid, cudaStream_t stream) {
         using T = decltype(tag);
