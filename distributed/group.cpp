@@ -2,39 +2,21 @@
 
 #include <mpi.h>
 
+#include "distributed/group_state.h"
+#ifdef STRATA_WITH_NCCL
+#include "distributed/nccl_collectives.h"
+#endif
+
 #include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 namespace strata::dist {
-
-struct GroupMessage {
-  ScalarType dtype;
-  std::vector<size_t> leaves;
-  int64_t numel = 0;
-};
-
-// The last call every rank agreed on (Note [Collective signatures]): the same on
-// every rank, since it changes only when all of them agree.
-struct AgreedCall {
-  bool valid = false;
-  uint64_t signature = 0;
-  uint64_t op = 0;
-  int root = 0;
-  std::vector<GroupMessage> plan;
-};
-
-struct GroupState {
-  MPI_Comm comm = MPI_COMM_NULL;
-  int rank = 0;
-  int size = 1;
-  CollectiveOptions options;
-  AgreedCall agreed;
-};
 
 namespace {
 
@@ -136,9 +118,10 @@ Group init_world(int* argc, char*** argv) {
 // the group remembers the last call all ranks agreed on (its hash and message
 // plan, the same on every rank). A rank whose call has that hash, with no
 // problem of its own, takes the fast path: it starts the vote (non-blocking)
-// and sends the cached plan's messages right after, then waits for the vote. Any other rank waits for the vote
-// first; if it says some rank took the fast path, it joins the cached plan's
-// messages with zeros (so nobody hangs) and then every rank throws, as the hashes
+// and sends the cached plan's messages right after, then waits for the vote.
+// Any other rank waits for the vote first; if it says some rank took the fast
+// path, it joins the cached plan's messages with zeros (so nobody hangs) and
+// then every rank throws, as the hashes
 // or `failed` differ. Only when every rank is on the slow path and they agree
 // does a new plan run and become the remembered one. The collectives every rank
 // starts are thus always the same: the vote, then the remembered plan (if any
@@ -177,20 +160,39 @@ std::string describe(const std::vector<Tensor>& leaves) {
   return out.str();
 }
 
+// Why this rank cannot send a CUDA leaf on `device`, or "" if it can.
+std::string cuda_leaf_problem(const GroupState& g, Device device, Device first_cuda) {
+#ifdef STRATA_WITH_NCCL
+  if (device != first_cuda) {
+    std::ostringstream why;
+    why << "is on " << device << " and another leaf on " << first_cuda << " (one GPU per rank)";
+    return why.str();
+  }
+  return nccl_leaf_problem(g, device);
+#else
+  (void)g;
+  (void)first_cuda;
+  std::ostringstream why;
+  why << "is on " << device << "; this build has no NCCL, so the group takes CPU tensors only";
+  return why.str();
+#endif
+}
+
 // Why this rank cannot take part with these leaves, or "" if it can.
-std::string local_problem(const std::vector<Tensor>& leaves, Collective op) {
+std::string local_problem(const GroupState& g, const std::vector<Tensor>& leaves,
+                          Collective op) {
   const DispatchKeySet transform_keys{DispatchKey::AutogradCPU,   DispatchKey::AutogradCUDA,
                                       DispatchKey::Batched,       DispatchKey::Functionalize,
                                       DispatchKey::DynamicLayerFront, DispatchKey::Mode};
+  std::optional<Device> first_cuda;
   for (size_t i = 0; i < leaves.size(); ++i) {
     const Tensor& leaf = leaves[i];
     const std::string at = "leaf " + std::to_string(i);
     if (!leaf.defined()) return at + " is an undefined tensor";
     if (!leaf.device().is_cpu()) {
-      std::ostringstream why;
-      why << at << " is on " << leaf.device()
-          << "; the MPI group takes CPU tensors (NCCL is not built)";
-      return why.str();
+      if (!first_cuda) first_cuda = leaf.device();
+      const std::string problem = cuda_leaf_problem(g, leaf.device(), *first_cuda);
+      if (!problem.empty()) return at + " " + problem;
     }
     if (!(leaf.key_set() & transform_keys).empty()) {
       return at + " is a tensor of a transform (grad, vmap, functionalize); collectives take "
@@ -213,6 +215,7 @@ uint64_t signature(const GroupState& g, Collective op, int root,
   hash.add(leaves.size());
   for (const Tensor& leaf : leaves) {
     if (!leaf.defined()) continue;
+    hash.add(static_cast<uint64_t>(leaf.device().type));
     hash.add(static_cast<uint64_t>(leaf.dtype()));
     hash.add(static_cast<uint64_t>(leaf.dim()));
     for (int64_t d = 0; d < leaf.dim(); ++d) hash.add(static_cast<uint64_t>(leaf.size(d)));
@@ -239,26 +242,30 @@ using Message = GroupMessage;
 
 std::vector<Message> plan(const std::vector<Tensor>& leaves, const CollectiveOptions& options) {
   std::vector<Message> messages;
-  for (ScalarType dtype : {kFloat32, kFloat64, kInt64, kBool}) {
-    const auto element = static_cast<size_t>(element_size(dtype));
-    Message bucket{dtype, {}, 0};
-    for (size_t i = 0; i < leaves.size(); ++i) {
-      const Tensor& leaf = leaves[i];
-      if (leaf.dtype() != dtype || leaf.numel() == 0) continue;
-      const size_t bytes = static_cast<size_t>(leaf.numel()) * element;
-      if (bytes >= options.direct_bytes) {
-        messages.push_back({dtype, {i}, leaf.numel()});
-        continue;
+  for (DeviceType device_type : {DeviceType::CPU, DeviceType::CUDA}) {
+    for (ScalarType dtype : {kFloat32, kFloat64, kInt64, kBool}) {
+      const auto element = static_cast<size_t>(element_size(dtype));
+      Message bucket{device_type, dtype, {}, 0};
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        const Tensor& leaf = leaves[i];
+        if (leaf.device().type != device_type || leaf.dtype() != dtype || leaf.numel() == 0) {
+          continue;
+        }
+        const size_t bytes = static_cast<size_t>(leaf.numel()) * element;
+        if (bytes >= options.direct_bytes) {
+          messages.push_back({device_type, dtype, {i}, leaf.numel()});
+          continue;
+        }
+        if (!bucket.leaves.empty() &&
+            static_cast<size_t>(bucket.numel) * element + bytes > options.bucket_bytes) {
+          messages.push_back(std::move(bucket));
+          bucket = {device_type, dtype, {}, 0};
+        }
+        bucket.leaves.push_back(i);
+        bucket.numel += leaf.numel();
       }
-      if (!bucket.leaves.empty() &&
-          static_cast<size_t>(bucket.numel) * element + bytes > options.bucket_bytes) {
-        messages.push_back(std::move(bucket));
-        bucket = {dtype, {}, 0};
-      }
-      bucket.leaves.push_back(i);
-      bucket.numel += leaf.numel();
+      if (!bucket.leaves.empty()) messages.push_back(std::move(bucket));
     }
-    if (!bucket.leaves.empty()) messages.push_back(std::move(bucket));
   }
   return messages;
 }
@@ -273,9 +280,17 @@ MPI_Datatype mpi_type(ScalarType dtype) {
   return MPI_DATATYPE_NULL;
 }
 
-// One message's MPI calls, in pieces whose counts fit an int.
-void send(const GroupState& g, const char* tag, Collective op, int root, void* data,
-          int64_t numel, ScalarType dtype) {
+// One message's calls: NCCL for device memory, MPI (in pieces whose counts fit
+// an int) for host memory.
+void send(GroupState& g, const char* tag, Collective op, int root, void* data, int64_t numel,
+          ScalarType dtype, Device device) {
+  if (device.is_cuda()) {
+#ifdef STRATA_WITH_NCCL
+    return nccl_send(g, tag, op == Collective::AllReduce, root, data, numel, dtype, device);
+#else
+    STRATA_FAIL(tag, "internal: a CUDA message in a build without NCCL");
+#endif
+  }
   constexpr int64_t kMaxCount = INT_MAX / 2;
   auto* bytes = static_cast<char*>(data);
   for (int64_t first = 0; first < numel; first += kMaxCount) {
@@ -290,6 +305,17 @@ void send(const GroupState& g, const char* tag, Collective op, int root, void* d
   }
 }
 
+// Where a rank that was not given the leaves puts a message's zeros.
+Device zeros_device(const GroupState& g, DeviceType type) {
+#ifdef STRATA_WITH_NCCL
+  if (type == DeviceType::CUDA) return nccl_device(g);
+#else
+  (void)g;
+  (void)type;
+#endif
+  return kCPU;
+}
+
 // Each message's staging buffer (undefined: reduced in place).
 struct Exchange {
   std::vector<Tensor> staging;
@@ -297,21 +323,25 @@ struct Exchange {
 
 // Packs and sends every message of the plan. Without leaves (a rank joining a
 // remembered plan it was not given), each message is zeros.
-Exchange exchange(const GroupState& g, const char* tag, Collective op, int root,
-                        const std::vector<Tensor>* leaves, const std::vector<Message>& messages) {
+Exchange exchange(GroupState& g, const char* tag, Collective op, int root,
+                  const std::vector<Tensor>* leaves, const std::vector<Message>& messages) {
   const bool sends = op == Collective::AllReduce || g.rank == root;
   Exchange ex;
   ex.staging.resize(messages.size());
   for (size_t m = 0; m < messages.size(); ++m) {
     const Message& message = messages[m];
     void* data = nullptr;
+    Device device = kCPU;
     if (leaves == nullptr) {
-      ex.staging[m] = zeros({message.numel}, message.dtype);
+      device = zeros_device(g, message.device_type);
+      ex.staging[m] = zeros({message.numel}, message.dtype, device);
       data = ex.staging[m].data_ptr();
     } else if (message.leaves.size() == 1 && (*leaves)[message.leaves[0]].is_contiguous()) {
+      device = (*leaves)[message.leaves[0]].device();
       data = (*leaves)[message.leaves[0]].data_ptr();
     } else {
-      ex.staging[m] = empty({message.numel}, message.dtype);
+      device = (*leaves)[message.leaves[0]].device();
+      ex.staging[m] = empty({message.numel}, message.dtype, device);
       int64_t offset = 0;
       for (size_t i : message.leaves) {
         const Tensor& leaf = (*leaves)[i];
@@ -320,7 +350,7 @@ Exchange exchange(const GroupState& g, const char* tag, Collective op, int root,
       }
       data = ex.staging[m].data_ptr();
     }
-    send(g, tag, op, root, data, message.numel, message.dtype);
+    send(g, tag, op, root, data, message.numel, message.dtype, device);
   }
   return ex;
 }
@@ -343,9 +373,9 @@ void finish_exchange(const Exchange& ex, const std::vector<Tensor>& leaves,
   }
 }
 
-void run_unverified(const GroupState& g, const char* tag, Collective op, int root,
+void run_unverified(GroupState& g, const char* tag, Collective op, int root,
                     const std::vector<Tensor>& leaves) {
-  const std::string problem = local_problem(leaves, op);
+  const std::string problem = local_problem(g, leaves, op);
   STRATA_CHECK(problem.empty(), tag, problem);
   const std::vector<Message> messages = plan(leaves, g.options);
   finish_exchange(exchange(g, tag, op, root, &leaves, messages), leaves, messages);
@@ -354,7 +384,7 @@ void run_unverified(const GroupState& g, const char* tag, Collective op, int roo
 void run(GroupState& g, const char* tag, Collective op, int root,
          const std::vector<Tensor>& leaves) {
   if (!g.options.verify) return run_unverified(g, tag, op, root, leaves);
-  const std::string problem = local_problem(leaves, op);
+  const std::string problem = local_problem(g, leaves, op);
   const uint64_t hash = signature(g, op, root, leaves);
   const AgreedCall& agreed = g.agreed;
   const bool fast = problem.empty() && agreed.valid && agreed.signature == hash;

@@ -1,7 +1,10 @@
 #pragma once
 
-// st::dist: collectives over MPI for trees of CPU tensors, one process per rank
-// (started by mpirun). Built only when CMake finds MPI (STRATA_HAVE_MPI).
+// st::dist: collectives for trees of tensors, one process per rank (started by
+// mpirun): CPU tensors over MPI and, in a build with the CUDA backend and NCCL,
+// CUDA tensors over NCCL, each rank on one GPU (Note [NCCL for CUDA leaves] in
+// distributed/nccl_collectives.h). Built only when CMake finds MPI
+// (STRATA_HAVE_MPI).
 //
 //   st::dist::Group world = st::dist::init(argc, argv);
 //   world.all_reduce(grads);          // sum over the ranks, in place, every leaf
@@ -53,8 +56,9 @@ class Group {
   int rank() const;
   int size() const;
 
-  // Sums every tensor leaf over the ranks, in place. Leaves: defined CPU tensors
-  // of Float32, Float64 or Int64, contiguous or not, outside any transform.
+  // Sums every tensor leaf over the ranks, in place. Leaves: defined tensors of
+  // Float32, Float64 or Int64 on the CPU or this rank's GPU, contiguous or not,
+  // outside any transform.
   template <class Tree>
   void all_reduce(const Tree& tree) const {
     all_reduce_leaves(tree::flatten(tree));

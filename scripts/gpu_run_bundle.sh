@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On a GPU machine: unpacks gpu-bundle/bundle.tar.xz (scripts/gpu_bundle.sh),
 # runs every CUDA test suite in its own process (one crash cannot hide the rest),
-# then the GPU benchmarks and, when torch with CUDA is importable, the torch.func
-# peer. Logs go to $OUT (or gpu-bundle/logs).
-#   scripts/gpu_run_bundle.sh [all|test|bench]
+# then the MPI collectives' test with CUDA tensors over NCCL (one rank), the GPU
+# benchmarks and, when torch with CUDA is importable, the torch.func peer. Logs
+# go to $OUT (or gpu-bundle/logs).
+#   scripts/gpu_run_bundle.sh [all|test|dist|bench]
 #   scripts/gpu_run_bundle.sh bt GTEST_FILTER   (a backtrace of a crash, by cuda-gdb)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,8 +15,10 @@ mkdir -p "$logs"
 dir=$(mktemp -d)
 tar -C "$dir" -xJf gpu-bundle/bundle.tar.xz
 # CUDA's libraries from the machine: the toolkit's or the PyTorch wheels'.
+# NCCL is loaded at run time by the collectives of CUDA tensors.
 cuda_libs=$(find /usr/local /opt /usr/lib -name 'libcublas.so.13' -o -name 'libcudnn.so.9' \
-  -o -name 'libcudart.so.13' -o -name 'libcublasLt.so.13' 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
+  -o -name 'libcudart.so.13' -o -name 'libcublasLt.so.13' -o -name 'libnccl.so.2' 2>/dev/null |
+  xargs -r -n1 dirname | sort -u | paste -sd:)
 export LD_LIBRARY_PATH="$dir/lib:$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 status=0
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv | tee "$logs/device.txt"
@@ -46,6 +49,13 @@ if runs test; then
   grep -o "not on CUDA yet: .*" "$logs/tests.txt" | sed 's/not on CUDA yet: //' | sort | uniq -c |
     sort -rn >"$logs/skips.txt" || true
   head -25 "$logs/skips.txt"
+fi
+
+if runs dist; then
+  echo "== MPI collectives with CUDA tensors ($(date +%T))"
+  OPAL_PREFIX="$dir/ompi" PATH="$dir/ompi/bin:$PATH" timeout 120 "$dir/ompi/bin/mpirun" \
+    --allow-run-as-root -np 1 "$dir/dist_group_tests" 2>&1 | tee "$logs/dist.txt" | tail -25
+  [[ ${PIPESTATUS[0]} == 0 ]] || status=1
 fi
 
 if runs bench; then

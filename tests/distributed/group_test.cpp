@@ -243,3 +243,92 @@ TEST(Group, TensorsOfATransformAreRefused) {
 }
 
 }  // namespace
+
+// CUDA leaves over NCCL (Note [NCCL for CUDA leaves]): rank r on GPU r. NCCL
+// takes one GPU per rank, so these need a device for every rank.
+#ifdef STRATA_TEST_NCCL
+#define REQUIRE_GPU_PER_RANK(g)                                                            \
+  do {                                                                                     \
+    if (st::cuda_device_count() < (g).size()) {                                            \
+      GTEST_SKIP() << "needs one CUDA device per rank (" << (g).size() << "); this machine " \
+                   << "has " << st::cuda_device_count();                                   \
+    }                                                                                      \
+  } while (0)
+
+Params on(const Params& tree, st::Device device) {
+  Params moved;
+  for (const auto& [name, t] : tree) moved[name] = t.to(device);
+  return moved;
+}
+
+TEST(GroupCuda, AllReduceOfCudaLeavesEqualsTheSumOnTheCpu) {
+  const st::dist::Group g = world();
+  REQUIRE_GPU_PER_RANK(g);
+  const Params mine = on(tree_of_rank(g.rank()), st::cuda(g.rank()));
+  for (int call = 1; call <= 2; ++call) {  // the second call takes the remembered plan
+    SCOPED_TRACE(call);
+    g.all_reduce(mine);
+    EXPECT_EQ(mine.at("f32").device(), st::cuda(g.rank()));
+    Params expected = sum_over_ranks(g.size());
+    if (call == 2) {
+      for (auto& [name, t] : expected) t = t * static_cast<double>(g.size());
+    }
+    expect_equal(on(mine, st::kCPU), expected, 1e-6);
+    EXPECT_EQ(mine.at("i64").to_vector<int64_t>(), expected.at("i64").to_vector<int64_t>());
+  }
+}
+
+// CPU leaves go over MPI and CUDA ones over NCCL in the same call; views are
+// written in place, and a large contiguous leaf is reduced where it lies.
+TEST(GroupCuda, AMixedTreeWithViewsSumsEveryLeafInPlace) {
+  const st::dist::Group g = world();
+  REQUIRE_GPU_PER_RANK(g);
+  const st::Device gpu = st::cuda(g.rank());
+  const double rank_factor = g.rank() + 1.0;
+  const double sum_factor = g.size() * (g.size() + 1) / 2.0;
+  const st::Tensor host = st::arange(12, st::kFloat64).reshape({3, 4}) * rank_factor;
+  const st::Tensor matrix = (st::arange(24, st::kFloat32).reshape({4, 6}) * rank_factor).to(gpu);
+  const st::Tensor big = st::full({int64_t{1} << 20}, rank_factor, st::kFloat32, gpu);
+  const void* big_data = big.data_ptr();
+  g.all_reduce(std::vector<st::Tensor>{host, matrix.t(), matrix.select(1, 0), big});
+  EXPECT_EQ(host.to_vector<double>(),
+            (st::arange(12, st::kFloat64).reshape({3, 4}) * sum_factor).to_vector<double>());
+  // matrix.t() covers every element once and column 0 a second time.
+  st::Tensor expected = st::arange(24, st::kFloat32).reshape({4, 6}) * sum_factor;
+  expected.select(1, 0).copy_(st::arange(0, 24, 6, st::kFloat32) * (sum_factor * g.size()));
+  EXPECT_LE(dist_test::relative_difference(matrix.to(st::kCPU), expected), 1e-6);
+  EXPECT_EQ(big.data_ptr(), big_data);
+  EXPECT_EQ(big.amin().item<double>(), sum_factor);
+  EXPECT_EQ(big.amax().item<double>(), sum_factor);
+}
+
+TEST(GroupCuda, BroadcastCopiesTheRootsCudaLeaves) {
+  const st::dist::Group g = world();
+  REQUIRE_GPU_PER_RANK(g);
+  const st::Device gpu = st::cuda(g.rank());
+  for (int root = 0; root < g.size(); ++root) {
+    SCOPED_TRACE(root);
+    const Params mine = on(tree_of_rank(g.rank()), gpu);
+    const st::Tensor flags =
+        (st::tensor(std::vector<double>{1.0 * g.rank(), 0.0}, {2}) > 0.5).to(gpu);
+    g.broadcast(std::tuple<Params, st::Tensor>{mine, flags}, root);
+    expect_equal(on(mine, st::kCPU), tree_of_rank(root), 0.0);
+    EXPECT_EQ(flags.to_vector<int64_t>(), (std::vector<int64_t>{root > 0 ? 1 : 0, 0}));
+  }
+}
+
+// A rank reduces on one GPU; a leaf on another one is refused on every rank
+// before any data moves.
+TEST(GroupCuda, ALeafOnASecondGpuIsAnErrorEverywhere) {
+  const st::dist::Group g = world();
+  REQUIRE_GPU_PER_RANK(g);
+  if (st::cuda_device_count() < 2) GTEST_SKIP() << "needs a second CUDA device";
+  const st::Device gpu = st::cuda(g.rank());
+  const st::Device other = st::cuda((g.rank() + 1) % st::cuda_device_count());  // never gpu
+  const st::Tensor first = st::ones({4}, st::kFloat32, gpu);
+  g.all_reduce(first);  // makes this rank's communicator on `gpu`
+  const std::string error = dist_test::error_of(
+      [&] { g.all_reduce(std::vector<st::Tensor>{st::ones({4}, st::kFloat32, other)}); });
+  EXPECT_NE(error.find("NCCL communicator is on"), std::string::npos) << error;
+}
+#endif
