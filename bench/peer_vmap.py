@@ -1,13 +1,18 @@
 """PyTorch 1.13 / functorch on the workloads of bench/vmap.cpp (issue 5), reusing the
 peer scripts' models, data and timing loop from ../shared/peers/torch.
 
-Run: bench/run_vmap_comparison.sh (or: python3 bench/peer_vmap.py <peer-dir> <threads>)
+Run: bench/run_vmap_comparison.sh (or: python3 bench/peer_vmap.py <peer-dir> <threads>
+[--cpu-time] [--only REGEX]: CPU time instead of wall time, for a loaded machine; only the
+cases whose name matches)
 Prints one line per case: "<case> <median ns> [<peak MiB>]", with the case names of
 bench/vmap.cpp; the peak is measured as there (see measure_peak).
 """
 import ctypes
 import gc
+import re
 import sys
+import time
+import types
 
 sys.path.insert(0, sys.argv[1])
 import torch  # noqa: E402
@@ -18,6 +23,13 @@ import bench_per_sample_grads_cnn as cnn_peer  # noqa: E402
 import bench_per_sample_grads_mlp as mlp_peer  # noqa: E402
 
 threads = int(sys.argv[2])
+options = sys.argv[3:]
+only = re.compile(options[options.index("--only") + 1] if "--only" in options else "")
+if "--cpu-time" in options:
+    # The peer modules' timing loop reads the clock through their module `time`.
+    cpu_clock = types.SimpleNamespace(perf_counter=time.process_time,
+                                      perf_counter_ns=time.process_time_ns)
+    cnn_peer.time = mlp_peer.time = cpu_clock
 torch.set_num_threads(threads)
 libc = ctypes.CDLL("libc.so.6")
 
@@ -44,6 +56,8 @@ def measure_peak(fn):
 
 
 def report(name, fn, bench=mlp_peer.bench, reps=15):
+    if not only.search(name):
+        return
     peak = measure_peak(fn)
     print(f"{name}/{threads} {bench(fn, reps=reps)['median']:.0f} {peak:.2f}", flush=True)
 
@@ -173,7 +187,7 @@ def nested(levels):
     return f
 
 
-if threads == 1:
+if threads == 1 and only.search("VmapAddChain"):
     for levels in range(4):
         f = nested(levels)
         x = torch.full((2,) * levels + (4,), 0.5)

@@ -11,10 +11,10 @@
 #include "kernels/cuda/nn.h"
 #include "kernels/cuda/random.h"
 #include "ops/device_choice.h"
-#include "ops/elementwise_backward.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/linalg.h"
 #include "ops/linalg_views.h"
+#include "ops/nn_backward.h"
 #include "ops/nn_common.h"
 #include "ops/op_facets.h"
 #include "ops/op_handle.h"
@@ -252,54 +252,33 @@ void embedding_backward(BackwardContext& c) {
                     .index_add(0, c.input(1).reshape({-1}), as_rows(g)));
 }
 
-// x^ = (x - mean) * rstd over the normalized dims (the last `count` of x), rows
-// independent; x^ is formed only for the weight's terms.
-struct Normalized {
-  DimVector dims;
-  Tensor centered;  // x - mean
-  Tensor rstd;
-  Tensor value() const { return centered * rstd; }
-};
-
-Normalized normalize(const Tensor& x, size_t count, double eps) {
-  Normalized n;
-  for (int64_t d = x.dim() - static_cast<int64_t>(count); d < x.dim(); ++d) n.dims.push_back(d);
-  n.centered = x - x.mean(n.dims, true);
-  n.rstd = (n.centered.square().mean(n.dims, true) + eps).rsqrt();
-  return n;
+// out = x^ * weight + bias with x^ the normalised input. The input's gradient is
+// the fused layer_norm_backward op (its Jacobian is symmetric, so it maps tangents
+// too); the weight's needs x^, which layer_norm without parameters gives in one pass.
+Tensor normalized(const autograd::FormulaArguments& c, const Tensor& input) {
+  return layer_norm(input, c.int_list_arg(1), std::nullopt, std::nullopt, c.double_arg(4));
 }
 
-// The Jacobian of x -> x^ applied to h: rstd * (h - mean(h) - x^ * mean(h * x^)),
-// the two means removing the components of h along the directions the
-// normalization projects out. It is symmetric, so this is also its transpose.
-// With c = x - mean it is h * rstd - c * (mean(h * c) * rstd^3) - mean(h) * rstd:
-// one fused pass over the full-size operands, the rest per row.
-Tensor normalize_derivative(const Tensor& h, const Normalized& n) {
-  const Tensor along = (h * n.centered).mean(n.dims, true) * n.rstd.pow(3);
-  return mul_add(h, n.rstd, n.centered, -along) - h.mean(n.dims, true) * n.rstd;
-}
-
-// out = x^ * weight + bias.
-void layer_norm_backward(BackwardContext& c) {
+void layer_norm_grad(BackwardContext& c) {
   const Tensor& g = c.grad();
   if (c.needs_grad(3)) c.set_grad(3, g);  // leading dims are summed away by the caller
-  if (!c.needs_grad(0) && !c.needs_grad(2)) return;
-  const Normalized n = normalize(c.input(0), c.int_list_arg(1).size(), c.double_arg(4));
   if (c.needs_grad(0)) {
-    c.set_grad(0, normalize_derivative(c.arg(2).is_none() ? g : g * c.input(2), n));
+    const std::optional<Tensor> weight =
+        c.arg(2).is_none() ? std::nullopt : std::optional(c.input(2));
+    c.set_grad(0, layer_norm_backward(g, c.input(0), c.int_list_arg(1), weight, c.double_arg(4)));
   }
-  if (c.needs_grad(2)) c.set_grad(2, g * n.value());
+  if (c.needs_grad(2)) c.set_grad(2, g * normalized(c, c.input(0)));
 }
 
-void layer_norm_forward(ForwardContext& c) {
+void layer_norm_tangent(ForwardContext& c) {
   Tensor tangent;
-  if (c.has_tangent(0) || c.has_tangent(2)) {
-    const Normalized n = normalize(c.input(0), c.int_list_arg(1).size(), c.double_arg(4));
-    if (c.has_tangent(0)) {
-      tangent = normalize_derivative(c.tangent(0), n);
-      if (!c.arg(2).is_none()) tangent = tangent * c.input(2);
-    }
-    if (c.has_tangent(2)) tangent = sum_defined(std::move(tangent), n.value() * c.tangent(2));
+  if (c.has_tangent(0)) {
+    tangent = layer_norm_backward(c.tangent(0), c.input(0), c.int_list_arg(1), std::nullopt,
+                                  c.double_arg(4));
+    if (!c.arg(2).is_none()) tangent = tangent * c.input(2);
+  }
+  if (c.has_tangent(2)) {
+    tangent = sum_defined(std::move(tangent), normalized(c, c.input(0)) * c.tangent(2));
   }
   tangent = sum_defined(std::move(tangent), c.tangent(3));
   c.set_tangent(0, std::move(tangent));
@@ -467,8 +446,8 @@ const OpFamily kNnMiscOps("nn_misc", {
      .cpu = &layer_norm_cpu,
      .cuda = &layer_norm_cpu,
      .decomposition = &layer_norm_composite,
-     .derivative = derivative({.backward = &layer_norm_backward,
-                               .forward = &layer_norm_forward,
+     .derivative = derivative({.backward = &layer_norm_grad,
+                               .forward = &layer_norm_tangent,
                                .saved_inputs = args(0, 2)}),
      .batching = &layer_norm_batched,
      .shape = &layer_norm_shape,

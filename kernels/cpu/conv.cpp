@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <type_traits>
 
@@ -70,6 +71,33 @@ int64_t grain_for(int64_t flops_per_item) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }  // a >= 0, b > 0
 
+// A row of a column matrix is a few dozen values (one output row), too short for
+// memmove's or a vector loop's set-up to pay: whole 32-byte blocks, each a few
+// inline vector instructions. A copy's tail is one more block ending at the last
+// value (rewriting some with the same values); a sum's tail goes value by value.
+constexpr int64_t kSpanBytes = 32;
+
+template <class T>
+void copy_span(T* to, const T* from, int64_t count) {
+  constexpr int64_t kBlock = kSpanBytes / static_cast<int64_t>(sizeof(T));
+  if (count < kBlock) {
+    for (int64_t i = 0; i < count; ++i) to[i] = from[i];
+    return;
+  }
+  for (int64_t i = 0; i + kBlock <= count; i += kBlock) std::memcpy(to + i, from + i, kSpanBytes);
+  std::memcpy(to + count - kBlock, from + count - kBlock, kSpanBytes);
+}
+
+template <class T>
+void add_span(T* __restrict to, const T* __restrict from, int64_t count) {
+  constexpr int64_t kBlock = kSpanBytes / static_cast<int64_t>(sizeof(T));
+  int64_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) {
+    for (int64_t j = 0; j < kBlock; ++j) to[i + j] += from[i + j];
+  }
+  for (; i < count; ++i) to[i] += from[i];
+}
+
 // Moves values between one image-group [Cg, H, W] and its column matrix [K, P].
 // kToColumns copies pixels into the columns (0 where a tap falls in the padding);
 // otherwise each column entry is added back onto the pixel it came from (col2im).
@@ -101,13 +129,17 @@ void transfer_columns(std::conditional_t<kToColumns, const T*, T*> image,
             std::fill(out_row, out_row + ow_begin, T(0));
             std::fill(out_row + ow_end, out_row + g.out_w, T(0));
             if (sw == 1) {
-              std::copy(pixels + ow_begin + shift, pixels + ow_end + shift, out_row + ow_begin);
+              copy_span<T>(out_row + ow_begin, pixels + ow_begin + shift, ow_end - ow_begin);
             } else {
               for (int64_t ow = ow_begin; ow < ow_end; ++ow) out_row[ow] = pixels[ow * sw + shift];
             }
           } else {
             if (!inside) continue;
-            for (int64_t ow = ow_begin; ow < ow_end; ++ow) pixels[ow * sw + shift] += out_row[ow];
+            if (sw == 1) {
+              add_span<T>(pixels + ow_begin + shift, out_row + ow_begin, ow_end - ow_begin);
+            } else {
+              for (int64_t ow = ow_begin; ow < ow_end; ++ow) pixels[ow * sw + shift] += out_row[ow];
+            }
           }
         }
       }

@@ -46,6 +46,43 @@ void layer_norm(const Tensor& out, const Tensor& input, const Tensor* weight, co
   });
 }
 
+// Per row, with h = g * weight, c = x - mean and r = 1 / std, the gradient of the
+// normalisation applied to h: r * (h - mean(h)) - c * (r^3 * mean(h * c)). The row's
+// statistics are recomputed here rather than saved by the forward: the row is read
+// from cache, where a saved mean and rstd would cost an output of their own.
+template <class T>
+void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_output, const Tensor& input,
+                         const Tensor* weight, int64_t rows, double eps) {
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  const int64_t features = input.numel() / std::max<int64_t>(rows, 1);
+  const T* x = input.data_ptr<T>();
+  const T* g = grad_output.data_ptr<T>();
+  const T* w = weight != nullptr ? weight->data_ptr<T>() : nullptr;
+  T* dx = grad_input.data_ptr<T>();
+  const T count = static_cast<T>(features);
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(features, 1));
+  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      Eigen::Map<const Array> row(x + r * features, features);
+      Eigen::Map<const Array> grad(g + r * features, features);
+      Eigen::Map<Array> result(dx + r * features, features);
+      const T mean = row.sum() / count;
+      const T rstd = T(1) / std::sqrt((row - mean).square().sum() / count + static_cast<T>(eps));
+      T h_mean, hc_mean;
+      if (w != nullptr) {
+        Eigen::Map<const Array> scale(w, features);
+        h_mean = (grad * scale).sum() / count;
+        hc_mean = (grad * scale * (row - mean)).sum() / count;
+        result = rstd * (grad * scale - h_mean) - (row - mean) * (rstd * rstd * rstd * hc_mean);
+      } else {
+        h_mean = grad.sum() / count;
+        hc_mean = (grad * (row - mean)).sum() / count;
+        result = rstd * (grad - h_mean) - (row - mean) * (rstd * rstd * rstd * hc_mean);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void embedding_kernel(const Tensor& out, const Tensor& weight, const Tensor& indices) {
@@ -73,6 +110,14 @@ void layer_norm_kernel(const Tensor& out, const Tensor& input, const Tensor* wei
                        const Tensor* bias, int64_t rows, double eps) {
   STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::layer_norm", [&] {
     layer_norm<scalar_t>(out, input, weight, bias, rows, eps);
+  });
+}
+
+void layer_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_output,
+                                const Tensor& input, const Tensor* weight, int64_t rows,
+                                double eps) {
+  STRATA_DISPATCH_FLOATING_TYPES(grad_input.dtype(), "strata::layer_norm_backward", [&] {
+    layer_norm_backward<scalar_t>(grad_input, grad_output, input, weight, rows, eps);
   });
 }
 

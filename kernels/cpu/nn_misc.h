@@ -18,6 +18,14 @@ void embedding_kernel(const Tensor& out, const Tensor& weight, const Tensor& ind
 void layer_norm_kernel(const Tensor& out, const Tensor& input, const Tensor* weight,
                        const Tensor* bias, int64_t rows, double eps);
 
+// grad_input = the gradient of layer_norm (without its bias) in its input, given
+// the gradient of its output: per row, the normalisation's Jacobian (symmetric)
+// applied to grad_output * weight (weight [features] or null). Tensors contiguous,
+// of one floating dtype, grad_output and input of grad_input's shape.
+void layer_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_output,
+                                const Tensor& input, const Tensor* weight, int64_t rows,
+                                double eps);
+
 // mask[i] = 0 with probability p, else 1 / (1 - p), drawn from counter first + i of
 // the generator with this seed. `mask` is contiguous and floating.
 void dropout_mask_kernel(const Tensor& mask, double p, uint64_t seed, uint64_t first);

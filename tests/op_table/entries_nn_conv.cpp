@@ -58,6 +58,9 @@ const std::vector<ConvCase>& conv_cases() {
        {1, 2},
        1,
        true},
+      // Column rows longer than the kernel's 32-byte copy blocks, with and without padding.
+      {"rows of 13, padding 1", {1, 2, 3, 13}, {3, 2, 3, 3}, {1}, {1}, {1}, 1, true},
+      {"rows of 18", {2, 1, 3, 20}, {2, 1, 2, 3}, {1}, {0}, {1}, 1, false},
       {"1x1", {2, 3, 4, 5}, {5, 3, 1, 1}, {1}, {0}, {1}, 1, true},
       {"1x1 stride 2, no bias", {2, 3, 4, 5}, {2, 3, 1, 1}, {2}, {0}, {1}, 1, false},
       {"1x1 groups 3", {1, 3, 3, 3}, {6, 1, 1, 1}, {1}, {0}, {1}, 3, true},

@@ -1,4 +1,5 @@
-// Op-table entries: group_norm, batch_norm (training without running statistics,
+// Op-table entries: group_norm, layer_norm_backward (the op group_norm's and
+// layer_norm's gradients go through), batch_norm (training without running statistics,
 // evaluation with them; their in-place update is checked in
 // tests/ops/nn_norm_attention_test.cpp), scaled_dot_product_attention and conv1d,
 // against naive loops.
@@ -6,6 +7,7 @@
 #include <limits>
 #include <optional>
 
+#include "ops/nn_backward.h"
 #include "tests/op_table/op_info.h"
 #include "tests/op_table/reference.h"
 #include "tests/op_table/samples.h"
@@ -78,6 +80,69 @@ Tensor group_norm_reference(const std::vector<Tensor>& in, int64_t groups, doubl
     }
   }
   return from_values(out, x.sizes, in[0].dtype());
+}
+
+// ---- layer_norm_backward ---------------------------------------------------------------
+
+// Inputs: grad_output, input, then the weight when there is one. Args:
+// normalized_shape, eps.
+std::vector<Sample> layer_norm_backward_samples(ScalarType dtype) {
+  struct Case {
+    Sizes input, normalized;
+    Layout layout;
+    bool weight;
+    double eps;
+  };
+  using L = Layout;
+  static const std::vector<Case> cases{
+      {{3, 5}, {5}, L::Contiguous, true, 1e-5},   {{2, 3, 4}, {3, 4}, L::Contiguous, false, 1e-5},
+      {{2, 3, 4}, {4}, L::Transposed, true, 0.1}, {{4}, {4}, L::Contiguous, false, 1e-5},
+      {{0, 4}, {4}, L::Contiguous, true, 1e-5},   {{3, 4}, {4}, L::Expanded, true, 1e-5},
+      {{2, 3, 4}, {4}, L::Sliced, false, 1e-5},   {{16, 300}, {300}, L::Contiguous, true, 1e-5},
+  };
+  std::vector<Sample> samples;
+  for (const Case& c : cases) {
+    std::vector<Tensor> inputs{make_tensor(c.input, dtype, -1, 1, 4),
+                               make_tensor(c.input, dtype, c.layout, -2, 2, 1)};
+    if (c.weight) inputs.push_back(make_tensor(c.normalized, dtype, 0.5, 1.5, 2));
+    samples.push_back({ShapeCase{c.input, c.layout}.description() + " over " +
+                           shape_string(c.normalized) + (c.weight ? " with a weight" : ""),
+                       inputs,
+                       {IValue(c.normalized), IValue(c.eps)}});
+  }
+  return samples;
+}
+
+// Per row of n values, the Jacobian of x^ = (x - mean) / sqrt(var + eps) as a
+// matrix, d x^_i / d x_j = (delta_ij - 1 / n - x^_i x^_j / n) / sqrt(var + eps),
+// applied (transposed) to grad_output * weight.
+Tensor layer_norm_backward_reference(const std::vector<Tensor>& in, const Sizes& normalized,
+                                     double eps) {
+  const HostArray g = HostArray::of(in[0]), x = HostArray::of(in[1]);
+  int64_t n = 1;
+  for (int64_t s : normalized) n *= s;
+  std::vector<double> out(x.values.size());
+  for (int64_t start = 0; start < x.numel(); start += n) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += x.values[start + i] / n;
+    for (int64_t i = 0; i < n; ++i) {
+      var += (x.values[start + i] - mean) * (x.values[start + i] - mean) / n;
+    }
+    const double rstd = 1 / std::sqrt(var + eps);
+    std::vector<double> xhat(n), h(n);
+    for (int64_t i = 0; i < n; ++i) {
+      xhat[i] = (x.values[start + i] - mean) * rstd;
+      h[i] = g.values[start + i] * (in.size() > 2 ? HostArray::of(in[2]).values[i] : 1.0);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        sum += h[i] * ((i == j ? 1.0 : 0.0) - 1.0 / n - xhat[i] * xhat[j] / n) * rstd;
+      }
+      out[start + j] = sum;
+    }
+  }
+  return from_values(out, x.sizes, in[1].dtype());
 }
 
 // ---- batch_norm ----------------------------------------------------------------------
@@ -319,6 +384,17 @@ STRATA_OP_INFOS(nn_norm_attention) {
       },
       [](const std::vector<Tensor>& in, const Stack& a) {
         return std::vector<Tensor>{group_norm_reference(in, a[0].to_int(), a[1].to_double())};
+      }));
+  infos.back().tolerances[{Check::Forward, kFloat32}] = {1e-5, 1e-4};
+  infos.push_back(floating_op_info(
+      "nn::layer_norm_backward", layer_norm_backward_samples,
+      [](const std::vector<Tensor>& in, const Stack& a) {
+        return std::vector<Tensor>{nn::layer_norm_backward(in[0], in[1], a[0].to_int_list(),
+                                                           input_or_none(in, 2), a[1].to_double())};
+      },
+      [](const std::vector<Tensor>& in, const Stack& a) {
+        return std::vector<Tensor>{
+            layer_norm_backward_reference(in, a[0].to_int_list(), a[1].to_double())};
       }));
   infos.back().tolerances[{Check::Forward, kFloat32}] = {1e-5, 1e-4};
   infos.push_back(floating_op_info(
