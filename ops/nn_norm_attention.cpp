@@ -54,11 +54,8 @@ DimVector channel_shape(int64_t channels, int64_t rank) {
   return shape;
 }
 
-// With both weight and bias, one addcmul: one pass over the activations where a
-// product and a sum took two, and its gradient is the same products.
 Tensor affine(Tensor normalized, const OptionalTensor& weight, const OptionalTensor& bias,
               IntArrayRef shape) {
-  if (weight && bias) return addcmul(bias->reshape(shape), normalized, weight->reshape(shape));
   if (weight) normalized = normalized * weight->reshape(shape);
   if (bias) normalized = normalized + bias->reshape(shape);
   return normalized;
