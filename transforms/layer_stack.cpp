@@ -73,9 +73,10 @@ DispatchKeySet enter_top_layer(DispatchKeySet keys) {
 namespace {
 
 PassThrough::Next front_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
-  if (!state().layers.back().interpreter->default_process(op)) return PassThrough::Next::Decline;
+  const Interpreter& top = *state().layers.back().interpreter;
+  if (!top.default_process(op)) return PassThrough::Next::Decline;
   state().front_saved.push_back(local_dispatch_key_set());
-  next = enter_top_layer(keys);
+  next = enter_top_layer(keys) | top.default_process_keys();
   return PassThrough::Next::WithKeys;
 }
 

@@ -45,6 +45,10 @@ class Interpreter {
   // its boxing (Note [Pass-through kernels]). An interpreter that overrides
   // process() says here for which ops.
   virtual bool default_process(const OperatorHandle&) const { return true; }
+  // Keys a typed call that skips process() visits even when no argument carries
+  // them: functionalize wraps the results of every op at its level, also of an
+  // op whose arguments all come from outside it.
+  virtual DispatchKeySet default_process_keys() const { return {}; }
   // Called by the back fallback with this layer on top: passes the call on to
   // the layers below. The default pops the layer for the call (see call_below_top_layer).
   virtual void send_to_next(const OperatorHandle& op, Stack& stack);

@@ -273,14 +273,20 @@ bool decomposes(const OperatorEntry& entry) {
          !entry.has_kernel_for(DispatchKey::CPU) && !entry.has_kernel_for(DispatchKey::CUDA);
 }
 
-// Whether a write into `base` may go in place into its memory (Note [Writing
-// the root's memory]): this level is the only layer, no mode watches the ops
-// below it, and only the family holds the memory.
+}  // namespace
+
 bool writes_in_place(const FunctionalBase& base) {
   return layer_stack_depth() == 1 && !dispatcher_watched() && base.held_only_by_family();
 }
 
-}  // namespace
+FunctionalizeInterpreter::FunctionalizeInterpreter(Remove remove) : remove_(remove) {
+  register_typed_kernels();
+}
+
+bool FunctionalizeInterpreter::default_process(const OperatorHandle& op) const {
+  return op.entry().has_kernel_for(DispatchKey::Functionalize) && !dispatcher_watched() &&
+         !WriteWatch::watching();
+}
 
 void sync(FunctionalTensorWrapper& w, Remove remove) {
   if (!w.is_stale()) return;
