@@ -132,6 +132,13 @@ void Interpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
   call_below_top_layer(op, argument_keys(op, stack), stack);
 }
 
+BeforeFrontEntered::BeforeFrontEntered() : entered_(local_dispatch_key_set()) {
+  STRATA_CHECK(!state().front_saved.empty(), "transforms",
+               "internal: no typed call entered the top layer");
+  local_dispatch_key_set() = state().front_saved.back();
+}
+BeforeFrontEntered::~BeforeFrontEntered() { local_dispatch_key_set() = entered_; }
+
 BelowTopLayer::BelowTopLayer() { pop_top_layer(); }
 BelowTopLayer::~BelowTopLayer() { restore_top_layer(); }
 

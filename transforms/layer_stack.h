@@ -85,6 +85,21 @@ class BelowTopLayer {
   BelowTopLayer& operator=(const BelowTopLayer&) = delete;
 };
 
+// Inside a typed call that the front fallback handed to the top layer's keys
+// (Note [Pass-through kernels]), restores for a scope the key sets the call had
+// before: a kernel there running a decomposition at the layer, whose parts must
+// each reach the front fallback again, runs it under this.
+class BeforeFrontEntered {
+ public:
+  BeforeFrontEntered();
+  ~BeforeFrontEntered();
+  BeforeFrontEntered(const BeforeFrontEntered&) = delete;
+  BeforeFrontEntered& operator=(const BeforeFrontEntered&) = delete;
+
+ private:
+  LocalDispatchKeySet entered_;
+};
+
 // Runs `op` on the stack's arguments with the top layer popped and the key sets
 // from before it was pushed, dispatching on `tensor_keys` (the keys of the
 // arguments as they are now); the layer is back when it returns or throws.

@@ -6,6 +6,7 @@
 
 #include "dispatcher/dispatch_mode.h"
 #include "dispatcher/dispatcher.h"
+#include "dispatcher/op_def.h"
 #include "ops/ops.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
@@ -311,7 +312,15 @@ void FunctionalizeInterpreter::process(const OperatorHandle& op, DispatchKeySet,
   // are removed, so that its _copy form is what runs.
   if (decomposes(op.entry()) &&
       !(remove_ == Remove::MutationsAndViews && op.entry().returns_view() && copy_variant(op))) {
-    op.redispatch_boxed(DispatchKeySet(DispatchKey::Functionalize), stack);
+    // An op row's decomposition directly: its Functionalize key may hold its
+    // typed kernel (Note [Typed functionalize kernels]), which would come back here.
+    const OpDef* def = find_op_def(op);
+    if (def != nullptr && def->decomposition.has_value()) {
+      def->decomposition.value.function.call_boxed(op, DispatchKeySet(DispatchKey::Functionalize),
+                                                   stack);
+    } else {
+      op.redispatch_boxed(DispatchKeySet(DispatchKey::Functionalize), stack);
+    }
     return;
   }
   const int64_t level = top_layer("functionalize").level;

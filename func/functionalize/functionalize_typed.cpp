@@ -2,15 +2,18 @@
 // The functionalize interpreter works on a boxed stack: a typed call reaching it
 // is boxed (a copy of every argument), each wrapper on the stack is replaced by
 // its value (two more reference-count changes), and the stack is unboxed again
-// below the level. For the common signatures (unary, binary, with a Scalar) each
-// op row with a backend kernel gets a typed kernel at the Functionalize key
+// below the level. For the common signatures (unary, binary, with a Scalar; a
+// view with int arguments) each op row with a backend kernel gets a typed kernel at the Functionalize key
 // instead, which does what process() does for it without a stack:
 // - an out-of-place op: the arguments of the level read as their synced values
 //   (by reference), the op called below the level, its result wrapped;
 // - an in-place op (returning its first argument): when the write may go into
 //   the root's memory (Note [Writing the root's memory]) and the target's value
 //   is over that memory, the op runs on the values below the level and the base's
-//   generation is bumped; otherwise the call is boxed for process().
+//   generation is bumped; otherwise the call is boxed for process();
+// - a view op with one result whose elements cannot share memory: the view of
+//   the synced value, wrapped as a view of the argument's root (with views
+//   removed, process()).
 // The front fallback hands a typed call to these kernels (default_process) only
 // while no dispatch mode and no WriteWatch watches the level, so everything that
 // must see the boxed arguments still does; the Functionalize key is added to the
@@ -23,6 +26,7 @@
 #include "dispatcher/op_def.h"
 #include "func/functionalize/functionalize_interpreter.h"
 #include "tensor/error.h"
+#include "transforms/view_tracking.h"
 
 namespace strata::functionalization {
 namespace {
@@ -49,6 +53,19 @@ const Tensor& unwrapped(const Tensor& t, int64_t level, Remove remove) {
   if (w == nullptr) return t;
   sync(*w, remove);
   return w->value();
+}
+
+// Runs the call through process(), boxed, as if there were no typed kernel.
+template <class... Args>
+Stack call_process(FunctionalizeInterpreter& interpreter, const OperatorHandle& op,
+                   DispatchKeySet keys, const Args&... args) {
+  // As the front fallback calls process(): with the key sets from before the call.
+  BeforeFrontEntered before;
+  Stack stack;
+  stack.reserve(sizeof...(Args));
+  (stack.push_back(boxing::to_ivalue(args)), ...);
+  interpreter.process(op, keys, stack);
+  return stack;
 }
 
 template <class Sig>
@@ -99,12 +116,71 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
         return self;
       }
     }
-    Stack stack;
-    stack.reserve(1 + sizeof...(Rest));
-    stack.push_back(boxing::to_ivalue(self));
-    (stack.push_back(boxing::to_ivalue(rest)), ...);
-    interpreter.process(op, keys, stack);
+    call_process(interpreter, op, keys, self, rest...);
     return self;
+  }
+};
+
+// A view op with one result: a view of the synced value below the level,
+// wrapped as a view of the argument's root. With views removed (a _copy op
+// instead) or for a view whose elements may share memory, process() decides.
+template <class Sig>
+struct View;
+template <class... Rest>
+struct View<Tensor(const Tensor&, Rest...)> {
+  TypedOperatorHandle<Tensor(const Tensor&, Rest...)> op;
+
+  Tensor operator()(DispatchKeySet keys, const Tensor& self, Rest... rest) const {
+    int64_t level = 0;
+    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, level);
+    FunctionalTensorWrapper* w = functional_at_level(self, level);
+    if (w == nullptr) {  // a view of a tensor from outside the level stays one
+      BelowTopLayer below;
+      return op.call(self, rest...);
+    }
+    if (interpreter.remove() == Remove::MutationsAndViews) {
+      Stack stack = call_process(interpreter, op, keys, self, rest...);
+      return std::move(stack.back().to_tensor());
+    }
+    sync(*w, interpreter.remove());
+    Tensor out;
+    {
+      BelowTopLayer below;
+      out = op.call(w->value(), rest...);
+    }
+    Stack args;
+    args.reserve(sizeof...(Rest));
+    (args.push_back(boxing::to_ivalue(rest)), ...);
+    return make_functional_view(std::move(out), *w, ViewStep{op, std::move(args), -1}, level,
+                                false);
+  }
+};
+
+// An op defined by its decomposition runs it at the level, with the front
+// fallback enabled again, so that the level sees its parts (process() does the
+// same). A view with views removed goes to process(), which keeps the ones with a
+// _copy form whole.
+template <class Sig>
+struct Decomposed;
+template <class Ret, class... Args>
+struct Decomposed<Ret(Args...)> {
+  TypedOperatorHandle<Ret(Args...)> op;
+  const KernelFunction* decomposition;
+
+  Ret operator()(DispatchKeySet keys, Args... args) const {
+    int64_t level = 0;
+    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, level);
+    if (interpreter.remove() == Remove::MutationsAndViews && op.entry().returns_view()) {
+      Stack stack = call_process(interpreter, op, keys, args...);
+      if constexpr (std::is_reference_v<Ret>) {
+        return std::get<0>(std::forward_as_tuple(args...));
+      } else {
+        return std::move(stack.back().to_tensor());
+      }
+    }
+    BeforeFrontEntered before;
+    return decomposition->call<Ret, Args...>(op, DispatchKeySet(DispatchKey::Functionalize),
+                                             std::forward<Args>(args)...);
   }
 };
 
@@ -129,15 +205,43 @@ bool try_register(const OperatorHandle& op, std::vector<RegistrationHandle>& han
   } catch (const Error&) {
     return false;  // the kernels were registered with another C++ signature
   }
+  Kernel<Sig> kernel{*typed};
+  if constexpr (requires { kernel.decomposition; }) {
+    kernel.decomposition = &find_op_def(op)->decomposition.value.function;
+  }
   handles.push_back(Dispatcher::singleton().register_impl(
-      op.operator_name(), DispatchKey::Functionalize,
-      KernelFunction::from_unboxed(Kernel<Sig>{*typed}), "typed functionalize kernel"));
+      op.operator_name(), DispatchKey::Functionalize, KernelFunction::from_unboxed(kernel),
+      "typed functionalize kernel"));
   return true;
 }
 
 template <template <class> class Kernel, class... Sigs>
-void register_first_match(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
-  (void)(try_register<Kernel, Sigs>(op, handles) || ...);
+bool register_first_match(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
+  return (try_register<Kernel, Sigs>(op, handles) || ...);
+}
+
+// The signatures of the typed kernels.
+template <template <class> class Kernel>
+bool register_out_of_place(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
+  return register_first_match<Kernel, Tensor(const Tensor&), Tensor(const Tensor&, const Tensor&),
+                              Tensor(const Tensor&, const Scalar&),
+                              Tensor(const Tensor&, const Tensor&, const Scalar&)>(op, handles);
+}
+template <template <class> class Kernel>
+bool register_in_place(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
+  return register_first_match<Kernel, const Tensor&(const Tensor&),
+                              const Tensor&(const Tensor&, const Tensor&),
+                              const Tensor&(const Tensor&, const Scalar&),
+                              const Tensor&(const Tensor&, const Tensor&, const Scalar&)>(op,
+                                                                                          handles);
+}
+template <template <class> class Kernel>
+bool register_view(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
+  return register_first_match<Kernel, Tensor(const Tensor&, int64_t),
+                              Tensor(const Tensor&, int64_t, int64_t),
+                              Tensor(const Tensor&, int64_t, int64_t, int64_t),
+                              Tensor(const Tensor&, int64_t, std::optional<int64_t>,
+                                     std::optional<int64_t>, int64_t)>(op, handles);
 }
 
 void register_all() {
@@ -147,24 +251,24 @@ void register_all() {
   for (const OperatorName& name : dispatcher.registered_operators()) {
     const OpDef* def = find_op_def(name);
     const std::optional<OperatorHandle> op = dispatcher.find_schema(name);
-    if (def == nullptr || def->is_composite() || !op) continue;
+    if (def == nullptr || !op) continue;
     const OperatorEntry& entry = op->entry();
-    if (entry.returns_view() || entry.generator_argument_index() ||
-        entry.has_kernel_for(DispatchKey::Functionalize) ||
-        entry.has_kernel_for(DispatchKey::CompositeImplicitAutograd)) {
+    if (entry.has_kernel_for(DispatchKey::Functionalize) || entry.generator_argument_index()) {
       continue;
     }
     const std::optional<size_t> written = entry.returned_argument_index();
-    if (!written) {
-      register_first_match<OutOfPlace, Tensor(const Tensor&), Tensor(const Tensor&, const Tensor&),
-                           Tensor(const Tensor&, const Scalar&),
-                           Tensor(const Tensor&, const Tensor&, const Scalar&)>(*op, *handles);
+    if (def->is_composite()) {
+      (void)(register_out_of_place<Decomposed>(*op, *handles) ||
+             register_in_place<Decomposed>(*op, *handles) ||
+             register_view<Decomposed>(*op, *handles));
+    } else if (entry.has_kernel_for(DispatchKey::CompositeImplicitAutograd)) {
+      continue;
+    } else if (entry.returns_view()) {
+      if (!view_may_overlap(*op)) register_view<View>(*op, *handles);
+    } else if (!written) {
+      register_out_of_place<OutOfPlace>(*op, *handles);
     } else if (*written == 0) {
-      register_first_match<InPlace, const Tensor&(const Tensor&),
-                           const Tensor&(const Tensor&, const Tensor&),
-                           const Tensor&(const Tensor&, const Scalar&),
-                           const Tensor&(const Tensor&, const Tensor&, const Scalar&)>(*op,
-                                                                                       *handles);
+      register_in_place<InPlace>(*op, *handles);
     }
   }
 }
