@@ -81,6 +81,28 @@ TEST(FunctionalizeTyped, WritesThroughTwoViewsOfOneRoot) {
   }
 }
 
+// A decomposed in-place op (zero_) through a decomposed view (narrow) of a view
+// (select): the root and a view of another row taken before the write agree.
+TEST(FunctionalizeTyped, DecomposedWriteThroughAViewOfAView) {
+  auto f = [](const Tensor& x) {
+    Tensor y = x.clone();
+    const Tensor row1 = y.select(0, 1);
+    const Tensor corner = y.select(0, 0).narrow(0, 1, 2);
+    corner.zero_();
+    row1.add_(corner.narrow(0, 0, 1));  // adds 0: the write reached corner
+    y.select(0, 1).narrow(0, 0, 2).mul_(num(10.0));
+    return std::pair{y * 1.0, row1.narrow(0, 0, 2) + corner};
+  };
+  for (Remove remove : {Remove::Mutations, Remove::MutationsAndViews}) {
+    SCOPED_TRACE(remove == Remove::Mutations ? "Mutations" : "MutationsAndViews");
+    Tensor x = tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, {2, 3});
+    auto [y, sum] = functionalize(f, remove)(x);
+    expect_values(y, {1, 0, 0, 40, 50, 6});
+    expect_values(sum, {40, 50});
+    expect_values(x, {1, 2, 3, 4, 5, 6});
+  }
+}
+
 // An op whose arguments all come from outside the level (a captured tensor)
 // still gives a tensor of the level, so a batched write into it is made out of
 // place under vmap, where plain vmap refuses it; the captured tensor is untouched.
