@@ -3,8 +3,8 @@
 // is boxed (a copy of every argument), each wrapper on the stack is replaced by
 // its value (two more reference-count changes), and the stack is unboxed again
 // below the level. For the common signatures (unary, binary, with a Scalar; a
-// view with int arguments) each op row with a backend kernel gets a typed kernel at the Functionalize key
-// instead, which does what process() does for it without a stack:
+// view with int arguments) each op row with a backend kernel gets a typed kernel at the
+// Functionalize key instead, which does what process() does for it without a stack:
 // - an out-of-place op: the arguments of the level read as their synced values
 //   (by reference), the op called below the level, its result wrapped;
 // - an in-place op (returning its first argument): when the write may go into
@@ -237,11 +237,11 @@ bool register_in_place(const OperatorHandle& op, std::vector<RegistrationHandle>
 }
 template <template <class> class Kernel>
 bool register_view(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
-  return register_first_match<Kernel, Tensor(const Tensor&, int64_t),
-                              Tensor(const Tensor&, int64_t, int64_t),
-                              Tensor(const Tensor&, int64_t, int64_t, int64_t),
-                              Tensor(const Tensor&, int64_t, std::optional<int64_t>,
-                                     std::optional<int64_t>, int64_t)>(op, handles);
+  return register_first_match<
+      Kernel, Tensor(const Tensor&, int64_t), Tensor(const Tensor&, int64_t, int64_t),
+      Tensor(const Tensor&, int64_t, int64_t, int64_t),
+      Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t)>(
+      op, handles);
 }
 
 void register_all() {

@@ -52,8 +52,8 @@ TEST(FunctionalizeTyped, ViewReadAfterInPlaceWritesToItsRoot) {
     kept.clear();
     Tensor x = vec({1, 2, 3, 4});
     auto [v, sum] = functionalize(f, remove)(x);
-    expect_values(v, {9, 16});                 // ((2..5)^2)[1:3]
-    expect_values(sum, {5, 11, 19, 29});       // (2..5)^2 + (1..4)
+    expect_values(v, {9, 16});            // ((2..5)^2)[1:3]
+    expect_values(sum, {5, 11, 19, 29});  // (2..5)^2 + (1..4)
     expect_values(x, {1, 2, 3, 4});
     EXPECT_EQ(kept, std::vector<bool>{true});  // the typed in-place path ran
   }
@@ -66,8 +66,8 @@ TEST(FunctionalizeTyped, WritesThroughTwoViewsOfOneRoot) {
     Tensor y = x.clone();
     const Tensor a = y.narrow(0, 0, 2);
     const Tensor b = y.narrow(0, 2, 2);
-    a.add_(b);   // a = (4, 6)
-    b.mul_(a);   // b = (12, 24)
+    a.add_(b);  // a = (4, 6)
+    b.mul_(a);  // b = (12, 24)
     a.sub_(num(1.0));
     return std::pair{y * 1.0, a + b};
   };
