@@ -73,9 +73,10 @@ DispatchKeySet enter_top_layer(DispatchKeySet keys) {
 namespace {
 
 PassThrough::Next front_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
-  if (!state().layers.back().interpreter->default_process(op)) return PassThrough::Next::Decline;
+  const Interpreter& top = *state().layers.back().interpreter;
+  if (!top.default_process(op)) return PassThrough::Next::Decline;
   state().front_saved.push_back(local_dispatch_key_set());
-  next = enter_top_layer(keys);
+  next = enter_top_layer(keys) | top.default_process_keys();
   return PassThrough::Next::WithKeys;
 }
 
@@ -130,6 +131,13 @@ void Interpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& 
 void Interpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
   call_below_top_layer(op, argument_keys(op, stack), stack);
 }
+
+BeforeFrontEntered::BeforeFrontEntered() : entered_(local_dispatch_key_set()) {
+  STRATA_CHECK(!state().front_saved.empty(), "transforms",
+               "internal: no typed call entered the top layer");
+  local_dispatch_key_set() = state().front_saved.back();
+}
+BeforeFrontEntered::~BeforeFrontEntered() { local_dispatch_key_set() = entered_; }
 
 BelowTopLayer::BelowTopLayer() { pop_top_layer(); }
 BelowTopLayer::~BelowTopLayer() { restore_top_layer(); }

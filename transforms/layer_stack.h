@@ -45,6 +45,10 @@ class Interpreter {
   // its boxing (Note [Pass-through kernels]). An interpreter that overrides
   // process() says here for which ops.
   virtual bool default_process(const OperatorHandle&) const { return true; }
+  // Keys a typed call that skips process() visits even when no argument carries
+  // them: functionalize wraps the results of every op at its level, also of an
+  // op whose arguments all come from outside it.
+  virtual DispatchKeySet default_process_keys() const { return {}; }
   // Called by the back fallback with this layer on top: passes the call on to
   // the layers below. The default pops the layer for the call (see call_below_top_layer).
   virtual void send_to_next(const OperatorHandle& op, Stack& stack);
@@ -79,6 +83,21 @@ class BelowTopLayer {
   ~BelowTopLayer();
   BelowTopLayer(const BelowTopLayer&) = delete;
   BelowTopLayer& operator=(const BelowTopLayer&) = delete;
+};
+
+// Inside a typed call that the front fallback handed to the top layer's keys
+// (Note [Pass-through kernels]), restores for a scope the key sets the call had
+// before: a kernel there running a decomposition at the layer, whose parts must
+// each reach the front fallback again, runs it under this.
+class BeforeFrontEntered {
+ public:
+  BeforeFrontEntered();
+  ~BeforeFrontEntered();
+  BeforeFrontEntered(const BeforeFrontEntered&) = delete;
+  BeforeFrontEntered& operator=(const BeforeFrontEntered&) = delete;
+
+ private:
+  LocalDispatchKeySet entered_;
 };
 
 // Runs `op` on the stack's arguments with the top layer popped and the key sets

@@ -6,6 +6,7 @@
 
 #include "dispatcher/dispatch_mode.h"
 #include "dispatcher/dispatcher.h"
+#include "dispatcher/op_def.h"
 #include "ops/ops.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
@@ -273,14 +274,20 @@ bool decomposes(const OperatorEntry& entry) {
          !entry.has_kernel_for(DispatchKey::CPU) && !entry.has_kernel_for(DispatchKey::CUDA);
 }
 
-// Whether a write into `base` may go in place into its memory (Note [Writing
-// the root's memory]): this level is the only layer, no mode watches the ops
-// below it, and only the family holds the memory.
+}  // namespace
+
 bool writes_in_place(const FunctionalBase& base) {
   return layer_stack_depth() == 1 && !dispatcher_watched() && base.held_only_by_family();
 }
 
-}  // namespace
+FunctionalizeInterpreter::FunctionalizeInterpreter(Remove remove) : remove_(remove) {
+  register_typed_kernels();
+}
+
+bool FunctionalizeInterpreter::default_process(const OperatorHandle& op) const {
+  return op.entry().has_kernel_for(DispatchKey::Functionalize) && !dispatcher_watched() &&
+         !WriteWatch::watching();
+}
 
 void sync(FunctionalTensorWrapper& w, Remove remove) {
   if (!w.is_stale()) return;
@@ -305,7 +312,15 @@ void FunctionalizeInterpreter::process(const OperatorHandle& op, DispatchKeySet,
   // are removed, so that its _copy form is what runs.
   if (decomposes(op.entry()) &&
       !(remove_ == Remove::MutationsAndViews && op.entry().returns_view() && copy_variant(op))) {
-    op.redispatch_boxed(DispatchKeySet(DispatchKey::Functionalize), stack);
+    // An op row's decomposition directly: its Functionalize key may hold its
+    // typed kernel (Note [Typed functionalize kernels]), which would come back here.
+    const OpDef* def = find_op_def(op);
+    if (def != nullptr && def->decomposition.has_value()) {
+      def->decomposition.value.function.call_boxed(op, DispatchKeySet(DispatchKey::Functionalize),
+                                                   stack);
+    } else {
+      op.redispatch_boxed(DispatchKeySet(DispatchKey::Functionalize), stack);
+    }
     return;
   }
   const int64_t level = top_layer("functionalize").level;

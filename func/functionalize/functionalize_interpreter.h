@@ -23,12 +23,15 @@ namespace functionalization {
 // root's memory]).
 class FunctionalizeInterpreter final : public Interpreter {
  public:
-  explicit FunctionalizeInterpreter(Remove remove) : remove_(remove) {}
+  explicit FunctionalizeInterpreter(Remove remove);
 
   TransformKind kind() const override { return TransformKind::Functionalize; }
   DispatchKeySet keys() const override { return DispatchKeySet(DispatchKey::Functionalize); }
   void process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) override;
-  bool default_process(const OperatorHandle&) const override { return false; }
+  // Typed calls of the ops with a typed functionalize kernel skip process()
+  // (Note [Typed functionalize kernels]) while nothing watches the level.
+  bool default_process(const OperatorHandle& op) const override;
+  DispatchKeySet default_process_keys() const override { return keys(); }
 
   Remove remove() const { return remove_; }
 
@@ -44,6 +47,14 @@ class FunctionalizeInterpreter final : public Interpreter {
 
 // Brings a stale wrapper up to date with its root (the level's layer on top).
 void sync(FunctionalTensorWrapper& w, Remove remove);
+
+// Whether a write into `base` may go in place into its memory (Note [Writing
+// the root's memory]): this level is the only layer, no mode watches the ops
+// below it, and only the family holds the memory.
+bool writes_in_place(const FunctionalBase& base);
+
+// Registers the typed functionalize kernels, once (functionalize_typed.cpp).
+void register_typed_kernels();
 
 }  // namespace functionalization
 }  // namespace strata

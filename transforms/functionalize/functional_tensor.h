@@ -78,6 +78,8 @@ class WriteWatch {
   WriteWatch& operator=(const WriteWatch&) = delete;
   // Whether some write reached a base older than the watch.
   bool wrote_earlier_tensor() const { return wrote_earlier_; }
+  // Whether a watch is alive on this thread.
+  static bool watching() { return tls_watch_ != nullptr; }
 
   // Called by functionalize for each write to `base`.
   static void note_write(const FunctionalBase& base);
@@ -124,6 +126,8 @@ class FunctionalTensorWrapper final : public TensorImpl {
   bool is_stale() const { return generation_ != base_->generation; }
   // Points the wrapper at `value`, current as of the base's generation.
   void set_value(Tensor value);
+  // The value, written in place, is current as of the base's generation.
+  void mark_current() { generation_ = base_->generation; }
   // Whether the root's value is laid out (strides, offset) as it was when this
   // view was made: a view made by as_strided addresses memory, not elements,
   // so it regenerates only from such a value.

@@ -1,0 +1,283 @@
+// Note [Typed functionalize kernels]
+// The functionalize interpreter works on a boxed stack: a typed call reaching it
+// is boxed (a copy of every argument), each wrapper on the stack is replaced by
+// its value (two more reference-count changes), and the stack is unboxed again
+// below the level. For the common signatures (unary, binary, with a Scalar; a
+// view with int arguments) each op row with a backend kernel gets a typed kernel at the
+// Functionalize key instead, which does what process() does for it without a stack:
+// - an out-of-place op: the arguments of the level read as their synced values
+//   (by reference), the op called below the level, its result wrapped;
+// - an in-place op (returning its first argument): when the write may go into
+//   the root's memory (Note [Writing the root's memory]) and the target's value
+//   is over that memory, the op runs on the values below the level and the base's
+//   generation is bumped; otherwise the call is boxed for process();
+// - a view op with one result whose elements cannot share memory: the view of
+//   the synced value, wrapped as a view of the argument's root (with views
+//   removed, process()).
+// The front fallback hands a typed call to these kernels (default_process) only
+// while no dispatch mode and no WriteWatch watches the level, so everything that
+// must see the boxed arguments still does; the Functionalize key is added to the
+// call's keys, so an op whose arguments all come from outside the level still
+// has its result wrapped, as process() does.
+#include <optional>
+#include <vector>
+
+#include "dispatcher/dispatcher.h"
+#include "dispatcher/op_def.h"
+#include "func/functionalize/functionalize_interpreter.h"
+#include "tensor/error.h"
+#include "transforms/view_tracking.h"
+
+namespace strata::functionalization {
+namespace {
+
+FunctionalizeInterpreter& functionalize_on_top(const OperatorHandle& op, int64_t& level) {
+  const DynamicLayer& top = top_layer(op.operator_name().name.c_str());
+  STRATA_CHECK(top.interpreter->kind() == TransformKind::Functionalize,
+               op.operator_name().to_string().c_str(),
+               "got a tensor of a functionalize level with ", describe_layer_stack(),
+               " on top: a functionalized tensor was used outside its functionalize call");
+  level = top.level;
+  return static_cast<FunctionalizeInterpreter&>(*top.interpreter);
+}
+
+template <class T>
+const T& unwrapped(const T& arg, int64_t, Remove) {
+  return arg;
+}
+
+// The synced value of a wrapper of the level; the wrapper, which the caller
+// holds, keeps it alive.
+const Tensor& unwrapped(const Tensor& t, int64_t level, Remove remove) {
+  FunctionalTensorWrapper* w = functional_at_level(t, level);
+  if (w == nullptr) return t;
+  sync(*w, remove);
+  return w->value();
+}
+
+// Runs the call through process(), boxed, as if there were no typed kernel.
+template <class... Args>
+Stack call_process(FunctionalizeInterpreter& interpreter, const OperatorHandle& op,
+                   DispatchKeySet keys, const Args&... args) {
+  // As the front fallback calls process(): with the key sets from before the call.
+  BeforeFrontEntered before;
+  Stack stack;
+  stack.reserve(sizeof...(Args));
+  (stack.push_back(boxing::to_ivalue(args)), ...);
+  interpreter.process(op, keys, stack);
+  return stack;
+}
+
+template <class Sig>
+struct OutOfPlace;
+template <class... Args>
+struct OutOfPlace<Tensor(Args...)> {
+  TypedOperatorHandle<Tensor(Args...)> op;
+
+  Tensor operator()(DispatchKeySet, Args... args) const {
+    int64_t level = 0;
+    const Remove remove = functionalize_on_top(op, level).remove();
+    // Synced with the layer on top, before it is popped for the call.
+    const auto values = std::forward_as_tuple(unwrapped(args, level, remove)...);
+    Tensor out;
+    {
+      BelowTopLayer below;
+      out = std::apply([this](const auto&... v) { return op.call(v...); }, values);
+    }
+    return out.defined() ? make_functional(std::move(out), level) : out;
+  }
+};
+
+template <class Sig>
+struct InPlace;
+template <class... Rest>
+struct InPlace<const Tensor&(const Tensor&, Rest...)> {
+  TypedOperatorHandle<const Tensor&(const Tensor&, Rest...)> op;
+
+  const Tensor& operator()(DispatchKeySet keys, const Tensor& self, Rest... rest) const {
+    int64_t level = 0;
+    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, level);
+    const Remove remove = interpreter.remove();
+    FunctionalTensorWrapper* target = functional_at_level(self, level);
+    if (target != nullptr && !target->may_overlap() && writes_in_place(*target->base())) {
+      FunctionalBase& base = *target->base();
+      sync(*target, remove);
+      const Tensor& value = target->value();
+      // With MutationsAndViews a view's value is a copy, not over the root's memory.
+      if (value.impl()->has_storage() &&
+          value.impl()->storage().get() == base.value.impl()->storage().get()) {
+        const auto values = std::forward_as_tuple(unwrapped(rest, level, remove)...);
+        {
+          BelowTopLayer below;
+          std::apply([&](const auto&... v) { op.call(value, v...); }, values);
+        }
+        ++base.generation;
+        target->mark_current();
+        return self;
+      }
+    }
+    call_process(interpreter, op, keys, self, rest...);
+    return self;
+  }
+};
+
+// A view op with one result: a view of the synced value below the level,
+// wrapped as a view of the argument's root. With views removed (a _copy op
+// instead) or for a view whose elements may share memory, process() decides.
+template <class Sig>
+struct View;
+template <class... Rest>
+struct View<Tensor(const Tensor&, Rest...)> {
+  TypedOperatorHandle<Tensor(const Tensor&, Rest...)> op;
+
+  Tensor operator()(DispatchKeySet keys, const Tensor& self, Rest... rest) const {
+    int64_t level = 0;
+    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, level);
+    FunctionalTensorWrapper* w = functional_at_level(self, level);
+    if (w == nullptr) {  // a view of a tensor from outside the level stays one
+      BelowTopLayer below;
+      return op.call(self, rest...);
+    }
+    if (interpreter.remove() == Remove::MutationsAndViews) {
+      Stack stack = call_process(interpreter, op, keys, self, rest...);
+      return std::move(stack.back().to_tensor());
+    }
+    sync(*w, interpreter.remove());
+    Tensor out;
+    {
+      BelowTopLayer below;
+      out = op.call(w->value(), rest...);
+    }
+    Stack args;
+    args.reserve(sizeof...(Rest));
+    (args.push_back(boxing::to_ivalue(rest)), ...);
+    return make_functional_view(std::move(out), *w, ViewStep{op, std::move(args), -1}, level,
+                                false);
+  }
+};
+
+// An op defined by its decomposition runs it at the level, with the front
+// fallback enabled again, so that the level sees its parts (process() does the
+// same). A view with views removed goes to process(), which keeps the ones with a
+// _copy form whole.
+template <class Sig>
+struct Decomposed;
+template <class Ret, class... Args>
+struct Decomposed<Ret(Args...)> {
+  TypedOperatorHandle<Ret(Args...)> op;
+  const KernelFunction* decomposition;
+
+  Ret operator()(DispatchKeySet keys, Args... args) const {
+    int64_t level = 0;
+    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, level);
+    if (interpreter.remove() == Remove::MutationsAndViews && op.entry().returns_view()) {
+      Stack stack = call_process(interpreter, op, keys, args...);
+      if constexpr (std::is_reference_v<Ret>) {
+        return std::get<0>(std::forward_as_tuple(args...));
+      } else {
+        return std::move(stack.back().to_tensor());
+      }
+    }
+    BeforeFrontEntered before;
+    return decomposition->call<Ret, Args...>(op, DispatchKeySet(DispatchKey::Functionalize),
+                                             std::forward<Args>(args)...);
+  }
+};
+
+// Whether `op`'s schema takes Sig's arguments and returns one value.
+template <class Sig>
+bool schema_matches(const OperatorHandle& op) {
+  const boxing::CppSignature& signature = detail::SignatureOf<Sig>::get();
+  const std::vector<Argument>& args = op.schema().arguments();
+  if (args.size() != signature.arguments.size() || op.schema().returns().size() != 1) return false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!(args[i].type == signature.arguments[i])) return false;
+  }
+  return true;
+}
+
+template <template <class> class Kernel, class Sig>
+bool try_register(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
+  if (!schema_matches<Sig>(op)) return false;
+  std::optional<TypedOperatorHandle<Sig>> typed;
+  try {
+    typed.emplace(op.typed<Sig>());
+  } catch (const Error&) {
+    return false;  // the kernels were registered with another C++ signature
+  }
+  Kernel<Sig> kernel{*typed};
+  if constexpr (requires { kernel.decomposition; }) {
+    kernel.decomposition = &find_op_def(op)->decomposition.value.function;
+  }
+  handles.push_back(Dispatcher::singleton().register_impl(
+      op.operator_name(), DispatchKey::Functionalize, KernelFunction::from_unboxed(kernel),
+      "typed functionalize kernel"));
+  return true;
+}
+
+template <template <class> class Kernel, class... Sigs>
+bool register_first_match(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
+  return (try_register<Kernel, Sigs>(op, handles) || ...);
+}
+
+// The signatures of the typed kernels.
+template <template <class> class Kernel>
+bool register_out_of_place(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
+  return register_first_match<Kernel, Tensor(const Tensor&), Tensor(const Tensor&, const Tensor&),
+                              Tensor(const Tensor&, const Scalar&),
+                              Tensor(const Tensor&, const Tensor&, const Scalar&)>(op, handles);
+}
+template <template <class> class Kernel>
+bool register_in_place(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
+  return register_first_match<Kernel, const Tensor&(const Tensor&),
+                              const Tensor&(const Tensor&, const Tensor&),
+                              const Tensor&(const Tensor&, const Scalar&),
+                              const Tensor&(const Tensor&, const Tensor&, const Scalar&)>(op,
+                                                                                          handles);
+}
+template <template <class> class Kernel>
+bool register_view(const OperatorHandle& op, std::vector<RegistrationHandle>& handles) {
+  return register_first_match<
+      Kernel, Tensor(const Tensor&, int64_t), Tensor(const Tensor&, int64_t, int64_t),
+      Tensor(const Tensor&, int64_t, int64_t, int64_t),
+      Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t)>(
+      op, handles);
+}
+
+void register_all() {
+  // Kept for the program's life, as the op rows themselves.
+  static auto* handles = new std::vector<RegistrationHandle>();
+  const Dispatcher& dispatcher = Dispatcher::singleton();
+  for (const OperatorName& name : dispatcher.registered_operators()) {
+    const OpDef* def = find_op_def(name);
+    const std::optional<OperatorHandle> op = dispatcher.find_schema(name);
+    if (def == nullptr || !op) continue;
+    const OperatorEntry& entry = op->entry();
+    if (entry.has_kernel_for(DispatchKey::Functionalize) || entry.generator_argument_index()) {
+      continue;
+    }
+    const std::optional<size_t> written = entry.returned_argument_index();
+    if (def->is_composite()) {
+      (void)(register_out_of_place<Decomposed>(*op, *handles) ||
+             register_in_place<Decomposed>(*op, *handles) ||
+             register_view<Decomposed>(*op, *handles));
+    } else if (entry.has_kernel_for(DispatchKey::CompositeImplicitAutograd)) {
+      continue;
+    } else if (entry.returns_view()) {
+      if (!view_may_overlap(*op)) register_view<View>(*op, *handles);
+    } else if (!written) {
+      register_out_of_place<OutOfPlace>(*op, *handles);
+    } else if (*written == 0) {
+      register_in_place<InPlace>(*op, *handles);
+    }
+  }
+}
+
+}  // namespace
+
+void register_typed_kernels() {
+  static const bool registered = (register_all(), true);
+  (void)registered;
+}
+
+}  // namespace strata::functionalization
