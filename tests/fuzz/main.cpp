@@ -62,6 +62,7 @@ int main_impl(int argc, char** argv) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   std::map<std::string, long> runs;
+  std::map<std::string, double> check_seconds;  // time spent in each check, shrinking excluded
   std::map<std::string, long> unsupported;  // clear errors of a transform, by message start
   std::map<std::string, long> both_raised;  // checks that compared two errors, by message start
   std::set<OpKind> ops_seen;
@@ -78,7 +79,9 @@ int main_impl(int argc, char** argv) {
       std::mt19937_64 check_rng(check_seed);
       ++runs[check.name];
       const long raised = fuzz::both_raised().count;
+      const double check_start = elapsed();
       const std::string failure = check.run(p, check_rng);
+      check_seconds[check.name] += elapsed() - check_start;
       if (fuzz::both_raised().count != raised) {
         ++both_raised[fuzz::both_raised().last.substr(0, fuzz::both_raised().last.find(" ("))
                           .substr(0, 120)];
@@ -102,7 +105,9 @@ int main_impl(int argc, char** argv) {
   const double secs = elapsed();
   std::cout << done << " programs, " << failures << " failures, " << secs << " s ("
             << (secs > 0 ? done / secs : 0) << " programs/s)\n";
-  for (const auto& [name, n] : runs) std::cout << "  " << n << " x " << name << "\n";
+  for (const auto& [name, n] : runs) {
+    std::cout << "  " << n << " x " << name << " (" << check_seconds[name] << " s)\n";
+  }
   for (const auto& [message, n] : unsupported) {
     std::cout << "  unsupported (a clear error, not a failure), " << n << " x " << message << "\n";
   }
