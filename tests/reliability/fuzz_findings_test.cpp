@@ -358,5 +358,39 @@ TEST_F(FuzzFindings, EmptyAsStridedViewPastTheStorage) {
   }
 }
 
+// Differential fuzzer, nested stacks over control flow: grad > functionalize >
+// jacfwd of `t = y.clone(); t.add_(x); while_loop(..., carry {steps, y, t})` raised
+// "cond_fn writes its argument carry leaf 2" though cond_fn reads no t. A
+// functionalized root stood for the storage of its first value by a raw pointer;
+// the out-of-place add_ freed that value, and the loop's write check read the
+// version of freed memory (a use after free, reused by the tensors cond_fn made).
+TEST_F(FuzzFindings, ControlFlowOverAFunctionalizedWriteUnderTwoDerivatives) {
+  const Tensor y = arange(6, kFloat64).reshape({2, 3}) * 0.3 - 0.5;
+  auto f = [&](const Tensor& x) {
+    Tensor t = y.clone();
+    t.add_(x);
+    using Carry = std::tuple<Tensor, Tensor, Tensor>;
+    const Carry last = while_loop(
+        [](const Carry& c) { return std::get<0>(c) < 2.0; },
+        [](const Carry& c) {
+          const Tensor& v = std::get<2>(c);
+          return Carry{std::get<0>(c) + 1.0, std::get<1>(c).sin() + v.sum(), v};
+        },
+        Carry{zeros({}, kFloat64), y, t});
+    return std::get<1>(last);
+  };
+  auto directional = [](auto g) {
+    return [g](const Tensor& x) { return jvp(g, std::tuple{x}, std::tuple{ones_like(x)}).second; };
+  };
+  auto summed = [](auto g) { return [g](const Tensor& x) { return g(x).sum(); }; };
+  const Tensor x = arange(6, kFloat64).reshape({2, 3}) * 0.1;
+  // f(x) = sin(sin(y) + s) + s with s = sum(y + x): along ones, f' = 6 (cos(sin(y) + s) + 1).
+  const Tensor s = (y + x).sum();
+  EXPECT_TRUE(allclose(directional(f)(x), ((y.sin() + s).cos() + 1.0) * 6.0));
+  const Tensor expected = grad(summed(directional(f)))(x);
+  EXPECT_TRUE(allclose(grad(summed(functionalize(directional(f))))(x), expected));
+  EXPECT_TRUE(allclose(grad(summed(functionalize(jacfwd(f))))(x), grad(summed(jacfwd(f)))(x)));
+}
+
 }  // namespace
 }  // namespace strata

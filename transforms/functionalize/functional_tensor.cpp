@@ -68,7 +68,7 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
     : FunctionalTensorWrapper(value, level, std::make_shared<FunctionalBase>(), {}, false) {
   base_->serial = epoch.load(std::memory_order_relaxed);
   base_->overlapping = may_share_elements(value);
-  base_->storage = value.impl()->underlying_storage();
+  base_->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
   base_->value = std::move(value);
 }
 
