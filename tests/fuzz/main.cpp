@@ -1,6 +1,8 @@
 // The differential fuzzer's driver (tests/fuzz/README.md):
-//   differential_fuzzer [--seed N] [--programs N] [--seconds S]
+//   differential_fuzzer [--seed N] [--programs N] [--seconds S] [--show-unsupported TEXT]
 // Program k of a run uses seed N + k, so `--seed N+k --programs 1` replays it.
+// --show-unsupported prints the seed and program of each unsupported case (a clear
+// error of the transform where the reference ran) whose message contains TEXT.
 // Every failure prints the check, the seed, the error and a shrunk C++ reproducer;
 // the exit status is 1 when any check failed.
 #include <chrono>
@@ -49,6 +51,7 @@ int main_impl(int argc, char** argv) {
   uint64_t seed = 1;
   long programs = 200;
   double seconds = 0;
+  std::string show_unsupported;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--seed"))
       seed = std::strtoull(argv[i + 1], nullptr, 10);
@@ -56,6 +59,8 @@ int main_impl(int argc, char** argv) {
       programs = std::strtol(argv[i + 1], nullptr, 10);
     else if (!std::strcmp(argv[i], "--seconds"))
       seconds = std::strtod(argv[i + 1], nullptr);
+    else if (!std::strcmp(argv[i], "--show-unsupported"))
+      show_unsupported = argv[i + 1];
   }
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
@@ -93,6 +98,10 @@ int main_impl(int argc, char** argv) {
         std::string error = failure.substr(failure.find(": ", std::strlen(kUnsupported)) + 2);
         error = error.substr(0, error.find(" ("));
         ++unsupported[std::string(check.name) + ": " + error.substr(0, 120)];
+        if (!show_unsupported.empty() && failure.find(show_unsupported) != std::string::npos) {
+          std::cout << "unsupported " << check.name << " (program seed " << program_seed
+                    << ")\n  " << failure << "\nprogram:\n" << to_cpp(p) << "\n";
+        }
         continue;
       }
       ++failures;
