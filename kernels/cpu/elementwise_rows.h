@@ -126,10 +126,15 @@ void packet_form_row(char** data, const int64_t* strides, int64_t n, const Op& o
     return;
   }
   int64_t i = 0;
-  if (strides[0] == sizeof(Out) && strides[1] == sizeof(In)) {
+  if (strides[0] == sizeof(Out) && strides[1] == sizeof(In) && n >= P) {
+    // The ragged end as the row's last whole packet, read before any write (out
+    // may be in): a packet gathered from scattered stores stalls the load.
+    const OutPacket last = op.array(Eigen::Map<const InPacket>(in + n - P));
     for (; i + P <= n; i += P) {
       Eigen::Map<OutPacket>(out + i) = op.array(Eigen::Map<const InPacket>(in + i));
     }
+    std::copy(last.data() + (i - (n - P)), last.data() + P, out + i);
+    return;
   }
   for (; i < n; i += P) {
     const int64_t m = std::min(P, n - i);
