@@ -108,8 +108,10 @@ concept HasArrayForm = requires(const Op& op, const ConstArrayMap<In>& x) {
 // chunks depends on TBB's thread count: an element's bits would depend on the
 // thread count and on the tensor's offset. So an op with an array form computes
 // every element with the packet form: whole packets in place (fixed-size maps,
-// which Eigen does not peel for alignment), the rest gathered into a packet, a
-// broadcast value as one packet. An element's result depends only on its input.
+// which Eigen does not peel for alignment), a contiguous row's ragged end as the
+// row's last whole packet, strided rows and rows shorter than a packet gathered
+// into one, a broadcast value as one packet. An element's result depends only on
+// its input.
 template <class In>
 inline constexpr int64_t kPacketSize = Eigen::internal::packet_traits<In>::size;
 
