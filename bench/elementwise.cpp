@@ -8,10 +8,12 @@
 //   AddInPlace a.add_(b): the same traffic with no allocation
 //   Exp       x.exp() (2 buffers; Eigen's SIMD exp)
 //   Add8Elements  end-to-end latency of st::add on two 8-element tensors
+//   Random/rand, Random/randn  st::rand / st::randn of n Float32 values (items/s: draws per second)
 #include <benchmark/benchmark.h>
 #include <strata/strata.h>
 
 #include <cstring>
+#include <optional>
 
 #include "bench_support.h"
 
@@ -93,6 +95,19 @@ void Add8Elements(benchmark::State& state) {
   }
 }
 
+using Draw = st::Tensor (*)(st::IntArrayRef, const st::Generator&, std::optional<st::ScalarType>);
+
+void Random(benchmark::State& state, Draw draw) {
+  const int64_t n = state.range(0);
+  const bench::ThreadLimit limit(state.range(1));
+  const st::Generator gen(1);
+  for (auto _ : state) {
+    st::Tensor y = draw({n}, gen, st::kFloat32);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
 void sizes_and_threads(benchmark::internal::Benchmark* b) {
   for (int64_t n : {int64_t{1} << 20, int64_t{1} << 24}) {
     for (int64_t threads : {1, 2}) b->Args({n, threads});
@@ -106,6 +121,9 @@ BENCHMARK(Mul)->Apply(sizes_and_threads);
 BENCHMARK(AddInPlace)->Apply(sizes_and_threads);
 BENCHMARK(Exp)->Apply(sizes_and_threads);
 BENCHMARK(Add8Elements);
+BENCHMARK_CAPTURE(Random, rand, static_cast<Draw>(&st::rand))->Args({1 << 17, 1})->UseRealTime();
+BENCHMARK_CAPTURE(Random, randn, static_cast<Draw>(&st::randn))
+    ->Args({1 << 17, 1})->Args({1 << 17, 2})->UseRealTime();
 
 }  // namespace
 

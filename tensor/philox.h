@@ -74,11 +74,13 @@ STRATA_HOST_DEVICE inline T uniform(const Words4& r) {
 }
 
 // Standard normal by Box–Muller: one of the pair, so each element owns its
-// counter. u1 is taken in (0, 1] to keep the logarithm finite.
+// counter: sqrt(-2 log u1) cos(2 pi u2), with u1 taken in (0, 1] to keep the
+// logarithm finite. box_muller_uniforms gives (u1, u2); the CPU kernel applies
+// the formula to arrays of them.
+inline constexpr double kTwoPi = 6.283185307179586476925286766559;
+
 template <class T>
-STRATA_HOST_DEVICE inline T standard_normal(const Words4& r) {
-  constexpr T kTwoPi = static_cast<T>(6.283185307179586476925286766559);
-  T u1, u2;
+STRATA_HOST_DEVICE inline void box_muller_uniforms(const Words4& r, T& u1, T& u2) {
   if constexpr (sizeof(T) == sizeof(float)) {
     u1 = T(1) - uniform_float(r.w[0]);
     u2 = uniform_float(r.w[1]);
@@ -86,7 +88,13 @@ STRATA_HOST_DEVICE inline T standard_normal(const Words4& r) {
     u1 = T(1) - uniform_double(r.w[0], r.w[1]);
     u2 = uniform_double(r.w[2], r.w[3]);
   }
-  return std::sqrt(T(-2) * std::log(u1)) * std::cos(kTwoPi * u2);
+}
+
+template <class T>
+STRATA_HOST_DEVICE inline T standard_normal(const Words4& r) {
+  T u1, u2;
+  box_muller_uniforms(r, u1, u2);
+  return std::sqrt(T(-2) * std::log(u1)) * std::cos(static_cast<T>(kTwoPi) * u2);
 }
 
 // An integer in [0, range) for range >= 1, from 64 random bits. The modulo bias

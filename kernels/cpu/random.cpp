@@ -3,6 +3,9 @@
 // numbers], tensor/generator.h).
 #include "kernels/cpu/random.h"
 
+#include <Eigen/Core>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <climits>
@@ -78,19 +81,63 @@ void philox_block(uint64_t seed, uint64_t first, WordBlock& out) {
 }
 #endif
 
-// emit(i, words of counter first + i) for i in [0, n), a block of lanes at a time.
+// emit(i, block, lanes): the block holds the words of counters first + i, ...,
+// first + i + lanes - 1, for i in [0, n) a block of lanes at a time.
 template <class Emit>
-inline void for_each_counter(uint64_t seed, uint64_t first, int64_t n, Emit emit) {
+inline void for_each_block(uint64_t seed, uint64_t first, int64_t n, Emit emit) {
   int64_t i = 0;
   WordBlock block;
   for (; i + kLanes <= n; i += kLanes) {
     philox_block(seed, first + static_cast<uint64_t>(i), block);
-    for (int lane = 0; lane < kLanes; ++lane) {
+    emit(i, block, kLanes);
+  }
+  if (i == n) return;
+  const int lanes = static_cast<int>(n - i);
+  for (int lane = 0; lane < lanes; ++lane) {
+    const philox::Words4 r = philox::random_words(seed, first + static_cast<uint64_t>(i + lane));
+    for (int k = 0; k < 4; ++k) block.w[k][lane] = r.w[k];
+  }
+  emit(i, block, lanes);
+}
+
+// emit(i, words of counter first + i) for i in [0, n).
+template <class Emit>
+inline void for_each_counter(uint64_t seed, uint64_t first, int64_t n, Emit emit) {
+  for_each_block(seed, first, n, [&](int64_t i, const WordBlock& block, int lanes) {
+    for (int lane = 0; lane < lanes; ++lane) {
       emit(i + lane, philox::Words4{
                          {block.w[0][lane], block.w[1][lane], block.w[2][lane], block.w[3][lane]}});
     }
+  });
+}
+
+// philox::standard_normal over a run of counters, with Box–Muller's logarithm,
+// square root and cosine on whole arrays (Eigen's vectorised versions). Every
+// element goes through the same fixed-size packet code, padded lanes included,
+// so its value does not depend on where a thread's chunk begins or ends.
+template <class T>
+void standard_normals(uint64_t seed, uint64_t first, int64_t n, T* out) {
+  constexpr int64_t kArray = 256;
+  using Array = Eigen::Array<T, kArray, 1>;
+  alignas(64) T u1[kArray], u2[kArray], z[kArray];
+  for (int64_t begin = 0; begin < n; begin += kArray) {
+    const int64_t count = std::min(kArray, n - begin);
+    std::fill(u1 + count, u1 + kArray, T(1));
+    std::fill(u2 + count, u2 + kArray, T(0));
+    for_each_block(seed, first + static_cast<uint64_t>(begin), count,
+                   [&](int64_t i, const WordBlock& b, int lanes) {
+                     for (int lane = 0; lane < lanes; ++lane) {
+                       const philox::Words4 r{
+                           {b.w[0][lane], b.w[1][lane], b.w[2][lane], b.w[3][lane]}};
+                       philox::box_muller_uniforms(r, u1[i + lane], u2[i + lane]);
+                     }
+                   });
+    const Eigen::Map<const Array, Eigen::Aligned64> first_uniforms(u1), second_uniforms(u2);
+    Eigen::Map<Array, Eigen::Aligned64> normals(z);
+    normals = (T(-2) * first_uniforms.log()).sqrt() *
+              (static_cast<T>(philox::kTwoPi) * second_uniforms).cos();
+    std::copy(z, z + count, out + begin);
   }
-  for (; i < n; ++i) emit(i, philox::random_words(seed, first + static_cast<uint64_t>(i)));
 }
 
 // out[i] = sample(philox words of element i) over a contiguous output.
@@ -145,8 +192,11 @@ void uniform_kernel(const Tensor& out, PhiloxStream stream) {
 
 void standard_normal_kernel(const Tensor& out, PhiloxStream stream) {
   STRATA_DISPATCH_FLOATING_TYPES(out.dtype(), "strata::randn", [&] {
-    generate_contiguous<scalar_t>(
-        out, stream, [](const philox::Words4& r) { return philox::standard_normal<scalar_t>(r); });
+    scalar_t* data = out.data_ptr<scalar_t>();
+    parallel_for(0, out.numel(), kRandomGrain, [&](int64_t begin, int64_t end) {
+      standard_normals(stream.seed, stream.offset + static_cast<uint64_t>(begin), end - begin,
+                       data + begin);
+    });
   });
 }
 
