@@ -2,10 +2,6 @@
 
 #include <mpi.h>
 
-#ifdef STRATA_WITH_NCCL
-#include "distributed/nccl_communicator.h"
-#endif
-
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -30,10 +26,7 @@ struct AgreedCall {
   uint64_t op = 0;
   int root = 0;
   std::vector<GroupMessage> plan;
-  Device device;  // of the leaves (Note [NCCL for CUDA tensors])
 };
-
-class NcclCommunicator;
 
 struct GroupState {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -41,7 +34,6 @@ struct GroupState {
   int size = 1;
   CollectiveOptions options;
   AgreedCall agreed;
-  std::shared_ptr<NcclCommunicator> nccl;  // made by the first collective of CUDA leaves
 };
 
 namespace {
@@ -71,7 +63,6 @@ void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  if (w.state) w.state->nccl.reset();
   if (w.state && w.state->comm != MPI_COMM_NULL) MPI_Comm_free(&w.state->comm);
   if (w.we_initialized) MPI_Finalize();
 }
@@ -186,23 +177,8 @@ std::string describe(const std::vector<Tensor>& leaves) {
   return out.str();
 }
 
-#ifdef STRATA_WITH_NCCL
-constexpr bool kWithNccl = true;
-#else
-constexpr bool kWithNccl = false;
-#endif
-
-// Where the leaves are: the first defined one's device (CPU for none).
-Device device_of(const std::vector<Tensor>& leaves) {
-  for (const Tensor& leaf : leaves) {
-    if (leaf.defined()) return leaf.device();
-  }
-  return Device(DeviceType::CPU);
-}
-
 // Why this rank cannot take part with these leaves, or "" if it can.
-std::string local_problem(const GroupState& g, const std::vector<Tensor>& leaves, Collective op) {
-  const Device device = device_of(leaves);
+std::string local_problem(const std::vector<Tensor>& leaves, Collective op) {
   const DispatchKeySet transform_keys{DispatchKey::AutogradCPU,   DispatchKey::AutogradCUDA,
                                       DispatchKey::Batched,       DispatchKey::Functionalize,
                                       DispatchKey::DynamicLayerFront, DispatchKey::Mode};
@@ -210,16 +186,10 @@ std::string local_problem(const GroupState& g, const std::vector<Tensor>& leaves
     const Tensor& leaf = leaves[i];
     const std::string at = "leaf " + std::to_string(i);
     if (!leaf.defined()) return at + " is an undefined tensor";
-    if (!leaf.device().is_cpu() && !(kWithNccl && leaf.device().is_cuda())) {
+    if (!leaf.device().is_cpu()) {
       std::ostringstream why;
-      why << at << " is on " << leaf.device() << "; the group takes CPU tensors"
-          << (kWithNccl ? " and CUDA ones (NCCL)" : " (NCCL is not built)");
-      return why.str();
-    }
-    if (leaf.device() != device) {
-      std::ostringstream why;
-      why << at << " is on " << leaf.device() << " and another leaf on " << device
-          << "; the leaves of one collective share a device";
+      why << at << " is on " << leaf.device()
+          << "; the MPI group takes CPU tensors (NCCL is not built)";
       return why.str();
     }
     if (!(leaf.key_set() & transform_keys).empty()) {
@@ -230,16 +200,6 @@ std::string local_problem(const GroupState& g, const std::vector<Tensor>& leaves
       return at + " is Bool; all_reduce sums Float32, Float64 or Int64 leaves";
     }
   }
-#ifdef STRATA_WITH_NCCL
-  if (device.is_cuda() && g.nccl && g.nccl->device() != device) {
-    std::ostringstream why;
-    why << "the leaves are on " << device << " but this rank's NCCL communicator on "
-        << g.nccl->device() << "; a rank's collectives keep to one device";
-    return why.str();
-  }
-#else
-  (void)g;
-#endif
   return "";
 }
 
@@ -253,7 +213,6 @@ uint64_t signature(const GroupState& g, Collective op, int root,
   hash.add(leaves.size());
   for (const Tensor& leaf : leaves) {
     if (!leaf.defined()) continue;
-    hash.add(static_cast<uint64_t>(leaf.device().type));
     hash.add(static_cast<uint64_t>(leaf.dtype()));
     hash.add(static_cast<uint64_t>(leaf.dim()));
     for (int64_t d = 0; d < leaf.dim(); ++d) hash.add(static_cast<uint64_t>(leaf.size(d)));
@@ -314,20 +273,9 @@ MPI_Datatype mpi_type(ScalarType dtype) {
   return MPI_DATATYPE_NULL;
 }
 
-// One message's MPI calls, in pieces whose counts fit an int; NCCL's for CUDA data.
+// One message's MPI calls, in pieces whose counts fit an int.
 void send(const GroupState& g, const char* tag, Collective op, int root, void* data,
-          int64_t numel, ScalarType dtype, Device device) {
-#ifdef STRATA_WITH_NCCL
-  if (device.is_cuda()) {
-    if (op == Collective::AllReduce) {
-      g.nccl->all_reduce(data, numel, dtype, tag);
-    } else {
-      g.nccl->broadcast(data, numel, dtype, root, tag);
-    }
-    return;
-  }
-#endif
-  STRATA_CHECK(device.is_cpu(), tag, "internal: a message on ", device, " without NCCL");
+          int64_t numel, ScalarType dtype) {
   constexpr int64_t kMaxCount = INT_MAX / 2;
   auto* bytes = static_cast<char*>(data);
   for (int64_t first = 0; first < numel; first += kMaxCount) {
@@ -347,11 +295,10 @@ struct Exchange {
   std::vector<Tensor> staging;
 };
 
-// Packs and sends every message of the plan, on `device`. Without leaves (a rank
-// joining a remembered plan it was not given), each message is zeros.
+// Packs and sends every message of the plan. Without leaves (a rank joining a
+// remembered plan it was not given), each message is zeros.
 Exchange exchange(const GroupState& g, const char* tag, Collective op, int root,
-                  const std::vector<Tensor>* leaves, const std::vector<Message>& messages,
-                  Device device) {
+                        const std::vector<Tensor>* leaves, const std::vector<Message>& messages) {
   const bool sends = op == Collective::AllReduce || g.rank == root;
   Exchange ex;
   ex.staging.resize(messages.size());
@@ -359,12 +306,12 @@ Exchange exchange(const GroupState& g, const char* tag, Collective op, int root,
     const Message& message = messages[m];
     void* data = nullptr;
     if (leaves == nullptr) {
-      ex.staging[m] = zeros({message.numel}, message.dtype, device);
+      ex.staging[m] = zeros({message.numel}, message.dtype);
       data = ex.staging[m].data_ptr();
     } else if (message.leaves.size() == 1 && (*leaves)[message.leaves[0]].is_contiguous()) {
       data = (*leaves)[message.leaves[0]].data_ptr();
     } else {
-      ex.staging[m] = empty({message.numel}, message.dtype, device);
+      ex.staging[m] = empty({message.numel}, message.dtype);
       int64_t offset = 0;
       for (size_t i : message.leaves) {
         const Tensor& leaf = (*leaves)[i];
@@ -373,7 +320,7 @@ Exchange exchange(const GroupState& g, const char* tag, Collective op, int root,
       }
       data = ex.staging[m].data_ptr();
     }
-    send(g, tag, op, root, data, message.numel, message.dtype, device);
+    send(g, tag, op, root, data, message.numel, message.dtype);
   }
   return ex;
 }
@@ -396,32 +343,18 @@ void finish_exchange(const Exchange& ex, const std::vector<Tensor>& leaves,
   }
 }
 
-// Makes the group's NCCL communicator at its first collective of CUDA leaves
-// (every rank gets there together: the leaves' device type is in the signature).
-void connect(GroupState& g, Device device, const char* tag) {
-#ifdef STRATA_WITH_NCCL
-  if (device.is_cuda() && !g.nccl) {
-    g.nccl = std::make_shared<NcclCommunicator>(g.comm, g.rank, g.size, device, tag);
-  }
-#else
-  (void)g, (void)device, (void)tag;
-#endif
-}
-
-void run_unverified(GroupState& g, const char* tag, Collective op, int root,
+void run_unverified(const GroupState& g, const char* tag, Collective op, int root,
                     const std::vector<Tensor>& leaves) {
-  const std::string problem = local_problem(g, leaves, op);
+  const std::string problem = local_problem(leaves, op);
   STRATA_CHECK(problem.empty(), tag, problem);
   const std::vector<Message> messages = plan(leaves, g.options);
-  const Device device = device_of(leaves);
-  connect(g, device, tag);
-  finish_exchange(exchange(g, tag, op, root, &leaves, messages, device), leaves, messages);
+  finish_exchange(exchange(g, tag, op, root, &leaves, messages), leaves, messages);
 }
 
 void run(GroupState& g, const char* tag, Collective op, int root,
          const std::vector<Tensor>& leaves) {
   if (!g.options.verify) return run_unverified(g, tag, op, root, leaves);
-  const std::string problem = local_problem(g, leaves, op);
+  const std::string problem = local_problem(leaves, op);
   const uint64_t hash = signature(g, op, root, leaves);
   const AgreedCall& agreed = g.agreed;
   const bool fast = problem.empty() && agreed.valid && agreed.signature == hash;
@@ -435,12 +368,11 @@ void run(GroupState& g, const char* tag, Collective op, int root,
     return votes[0] == ~votes[1] && votes[2] == 0 && votes[3] == 0;
   }();
   if (fast) {
-    const Exchange ex = exchange(g, tag, op, root, &leaves, agreed.plan, agreed.device);
+    const Exchange ex = exchange(g, tag, op, root, &leaves, agreed.plan);
     wait_all(vote, tag);
     if (votes[0] == ~votes[1] && votes[2] == 0) return finish_exchange(ex, leaves, agreed.plan);
   } else if (votes[3] != 0) {
-    exchange(g, tag, static_cast<Collective>(agreed.op), agreed.root, nullptr, agreed.plan,
-             agreed.device);
+    exchange(g, tag, static_cast<Collective>(agreed.op), agreed.root, nullptr, agreed.plan);
   }
   STRATA_CHECK(problem.empty(), tag, problem);
   STRATA_CHECK(votes[2] == 0, tag, "another rank was given leaves it cannot use (it says why)");
@@ -452,10 +384,8 @@ void run(GroupState& g, const char* tag, Collective op, int root,
   STRATA_CHECK(root >= 0 && root < g.size, tag, "root ", root, " is not a rank of a group of ",
                g.size);
   std::vector<Message> messages = plan(leaves, g.options);
-  const Device device = device_of(leaves);
-  connect(g, device, tag);
-  const Exchange ex = exchange(g, tag, op, root, &leaves, messages, device);
-  g.agreed = {true, hash, static_cast<uint64_t>(op), root, std::move(messages), device};
+  const Exchange ex = exchange(g, tag, op, root, &leaves, messages);
+  g.agreed = {true, hash, static_cast<uint64_t>(op), root, std::move(messages)};
   finish_exchange(ex, leaves, g.agreed.plan);
 }
 

@@ -1,8 +1,7 @@
 #pragma once
 
-// st::dist: collectives over MPI for trees of CPU tensors (NCCL for CUDA ones
-// where the CUDA backend finds it), one process per rank (started by mpirun).
-// Built only when CMake finds MPI (STRATA_HAVE_MPI).
+// st::dist: collectives over MPI for trees of CPU tensors, one process per rank
+// (started by mpirun). Built only when CMake finds MPI (STRATA_HAVE_MPI).
 //
 //   st::dist::Group world = st::dist::init(argc, argv);
 //   world.all_reduce(grads);          // sum over the ranks, in place, every leaf
@@ -55,9 +54,7 @@ class Group {
   int size() const;
 
   // Sums every tensor leaf over the ranks, in place. Leaves: defined CPU tensors
-  // (or, when built with NCCL, CUDA tensors of one device: Note [NCCL for CUDA
-  // tensors], distributed/nccl_communicator.h) of Float32, Float64 or Int64,
-  // contiguous or not, outside any transform.
+  // of Float32, Float64 or Int64, contiguous or not, outside any transform.
   template <class Tree>
   void all_reduce(const Tree& tree) const {
     all_reduce_leaves(tree::flatten(tree));

@@ -242,35 +242,4 @@ TEST(Group, TensorsOfATransformAreRefused) {
   EXPECT_NE(under_grad.find("tensor of a transform"), std::string::npos) << under_grad;
 }
 
-// CUDA leaves go through NCCL (Note [NCCL for CUDA tensors]), which takes one rank
-// per GPU: this runs where one rank has a GPU. Without NCCL in the build the call
-// must say so; with it, the sums and broadcasts are the CPU ones, through a
-// bucket, an in-place leaf and a non-contiguous view, and a tree split between
-// devices is refused.
-TEST(Group, CudaLeavesGoThroughNccl) {
-  const st::dist::Group g = world();
-  if (g.size() != 1 || !st::cuda_is_available()) GTEST_SKIP() << "needs one rank with a GPU";
-  const Params mine = tree_of_rank(0);
-  const Params on_gpu = st::tree::map(mine, [](const st::Tensor& t) { return t.to(st::cuda(0)); });
-  try {
-    g.all_reduce(on_gpu);
-  } catch (const st::Error& e) {
-    const std::string what = e.what();
-    if (what.find("NCCL is not built") != std::string::npos) GTEST_SKIP() << what;
-    FAIL() << what;
-  }
-  expect_equal(st::tree::map(on_gpu, [](const st::Tensor& t) { return t.to(st::kCPU); }),
-               sum_over_ranks(1), 1e-6);
-  const st::Tensor big = st::arange(1 << 17, st::kFloat32).to(st::cuda(0));  // a message alone
-  const st::Tensor base = st::arange(12, st::kFloat64).reshape({3, 4}).to(st::cuda(0));
-  g.broadcast(std::vector<st::Tensor>{big, base.t()}, 0);
-  EXPECT_EQ(big.to(st::kCPU).to_vector<float>(),
-            st::arange(1 << 17, st::kFloat32).to_vector<float>());
-  EXPECT_EQ(base.to(st::kCPU).to_vector<double>(),
-            st::arange(12, st::kFloat64).to_vector<double>());
-  const std::string mixed = dist_test::error_of(
-      [&] { g.all_reduce(std::vector<st::Tensor>{st::zeros({2}), st::zeros({2}).to(st::cuda(0))}); });
-  EXPECT_NE(mixed.find("share a device"), std::string::npos) << mixed;
-}
-
 }  // namespace
