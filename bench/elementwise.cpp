@@ -9,10 +9,12 @@
 //   Exp       x.exp() (2 buffers; Eigen's SIMD exp); also at 100 elements (a tail)
 //   ExpStrided x.exp() of a step-2 slice
 //   Add8Elements  end-to-end latency of st::add on two 8-element tensors
+//   Random/rand, Random/randn  st::rand / st::randn of n Float32 values (items/s: draws per second)
 #include <benchmark/benchmark.h>
 #include <strata/strata.h>
 
 #include <cstring>
+#include <optional>
 
 #include "bench_support.h"
 
@@ -107,6 +109,19 @@ void Add8Elements(benchmark::State& state) {
   }
 }
 
+using Draw = st::Tensor (*)(st::IntArrayRef, const st::Generator&, std::optional<st::ScalarType>);
+
+void Random(benchmark::State& state, Draw draw) {
+  const int64_t n = state.range(0);
+  const bench::ThreadLimit limit(state.range(1));
+  const st::Generator gen(1);
+  for (auto _ : state) {
+    st::Tensor y = draw({n}, gen, st::kFloat32);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
 void sizes_and_threads(benchmark::internal::Benchmark* b) {
   for (int64_t n : {int64_t{1} << 20, int64_t{1} << 24}) {
     for (int64_t threads : {1, 2}) b->Args({n, threads});
@@ -122,6 +137,9 @@ BENCHMARK(Exp)->Apply(sizes_and_threads);
 BENCHMARK(ExpStrided)->Args({1 << 20, 1})->ArgNames({"n", "threads"})->UseRealTime();
 BENCHMARK(Exp)->Args({100, 1})->Args({96, 1})->Args({4, 1})->ArgNames({"n", "threads"})->UseRealTime();
 BENCHMARK(Add8Elements);
+BENCHMARK_CAPTURE(Random, rand, static_cast<Draw>(&st::rand))->Args({1 << 17, 1})->UseRealTime();
+BENCHMARK_CAPTURE(Random, randn, static_cast<Draw>(&st::randn))
+    ->Args({1 << 17, 1})->Args({1 << 17, 2})->UseRealTime();
 
 }  // namespace
 
