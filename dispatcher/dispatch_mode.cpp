@@ -69,6 +69,31 @@ void pass_on(size_t index, const OperatorHandle& op, DispatchKeySet keys, Stack&
   mode->dispatch(op, stack);
 }
 
+// pass_on() for a typed call (Note [Typed mode calls]).
+void pass_on_typed(size_t index, const OperatorHandle& op, DispatchKeySet keys, TypedCall& call) {
+  ModeState& state = tls;
+  if (index == 0) {
+    VisibleModesGuard all(state, state.modes.size());
+    call.run(keys & DispatchKeySet::below(DispatchKey::Mode));
+    return;
+  }
+  const size_t i = index - 1;
+  std::shared_ptr<DispatchMode> mode = state.modes[i];  // alive even if popped meanwhile
+  const ModeFrame frame{i, keys};
+  struct RestoreFrame {
+    ModeState& state;
+    const ModeFrame* saved;
+    ~RestoreFrame() { state.frame = saved; }
+  } restore{state, state.frame};
+  state.frame = &frame;
+  VisibleModesGuard hide(state, i);
+  mode->dispatch_typed(op, call);
+}
+
+void mode_typed(const OperatorHandle& op, DispatchKeySet keys, TypedCall& call) {
+  pass_on_typed(tls.visible, op, keys, call);
+}
+
 void mode_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
   pass_on(tls.visible, op, keys, stack);
 }
@@ -79,19 +104,28 @@ void mode_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) 
 // a typed call on, and every mode is visible (so no mode's dispatch() is running,
 // and the kernel would run with all of them visible anyway), the call continues
 // typed below the Mode key: what call_next() would have done, without boxing it.
+//
+// Otherwise, when every visible mode passes the call on or takes it typed, the
+// call goes down the modes as a TypedCall (Note [Typed mode calls]); only when
+// some visible mode handles it boxed only is the call boxed for all of them.
 PassThrough::Next mode_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
   const ModeState& state = tls;
-  if (state.visible != state.modes.size()) return PassThrough::Next::Decline;
+  bool all_pass = state.visible == state.modes.size();
   for (size_t i = 0; i < state.visible; ++i) {
-    if (!state.modes[i]->passes_on(op)) return PassThrough::Next::Decline;
+    const DispatchMode& mode = *state.modes[i];
+    if (mode.passes_on(op)) continue;
+    if (!mode.takes_typed(op)) return PassThrough::Next::Decline;
+    all_pass = false;
   }
+  if (!all_pass) return PassThrough::Next::Typed;
   next = keys & DispatchKeySet::below(DispatchKey::Mode);
   return PassThrough::Next::WithKeys;
 }
 void mode_leave() noexcept {}
 
 STRATA_LIBRARY_IMPL(_, Mode, m) {
-  m.fallback(KernelFunction::from_boxed_with_pass_through(&mode_fallback, {&mode_enter, &mode_leave}));
+  m.fallback(KernelFunction::from_boxed_with_pass_through(&mode_fallback,
+                                                          {&mode_enter, &mode_leave, &mode_typed}));
 }
 
 }  // namespace
@@ -104,6 +138,18 @@ void DispatchMode::call_next(const OperatorHandle& op, Stack& stack) {
                "call_next() may only be called from dispatch() while it handles a call");
   const ModeFrame frame = *current;
   pass_on(frame.index, op, frame.keys, stack);
+}
+
+void DispatchMode::dispatch_typed(const OperatorHandle& op, TypedCall& call) {
+  call_next_typed(op, call);
+}
+
+void DispatchMode::call_next_typed(const OperatorHandle& op, TypedCall& call) {
+  const ModeFrame* current = tls.frame;
+  STRATA_CHECK(current != nullptr, "DispatchMode",
+               "call_next_typed() may only be called from dispatch_typed() while it handles a call");
+  const ModeFrame frame = *current;
+  pass_on_typed(frame.index, op, frame.keys, call);
 }
 
 DispatchModeGuard::DispatchModeGuard(std::shared_ptr<DispatchMode> mode) {

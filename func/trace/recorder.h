@@ -27,6 +27,9 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   explicit GraphRecorder(TraceOptions options);
   void dispatch(const OperatorHandle& op, Stack& stack) override;
   bool passes_on(const OperatorHandle& op) const override;
+  // Real mode takes typed calls, except those of an op it decomposes.
+  bool takes_typed(const OperatorHandle& op) const override;
+  void dispatch_typed(const OperatorHandle& op, TypedCall& call) override;
   // Control flow must be recorded as one node with subgraphs, not as the ops
   // of the branch this run took.
   bool allows_inline_higher_order_ops() const override { return false; }
@@ -46,6 +49,15 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // trace knows t.
   std::optional<int64_t> lift_capture(const Tensor& t);
   void record(const OperatorHandle& op, Stack& stack);
+  void record_typed(const OperatorHandle& op, TypedCall& call);
+  // An argument as a boxed call has it (a Generator as a snapshot of its state:
+  // Note [Trace of random ops]).
+  void record_boxed_arg(const Argument& schema_arg, const IValue& v, NodeArg& arg);
+  void record_list(ArrayRef<Tensor> list, NodeArg& arg);
+  void add_node_results(const OperatorHandle& op, Device device, std::vector<NodeArg> args,
+                        ArrayRef<ArgRef> results);
+  template <class F>
+  void inside_recorded_call(F&& run);
   // Runs a call: its kernel, or in fake mode its shape function.
   void execute(const OperatorHandle& op, Stack& stack);
 
