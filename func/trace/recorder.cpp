@@ -24,7 +24,7 @@
 
 namespace strata {
 
-GraphRecorder::GraphRecorder(TraceOptions options) : options_(std::move(options)) {
+GraphRecorder::GraphRecorder(const TraceOptions& options) : options_(options) {
   graph_.reserve(kExpectedValues, kExpectedNodes, kExpectedInputs, kExpectedOutputs);
 }
 
@@ -232,7 +232,7 @@ void GraphRecorder::record_typed(const OperatorHandle& op, TypedCall& call) {
   add_node_results(op, device, std::move(args), results);
 }
 
-TraceSession::TraceSession(TraceOptions options)
-    : recorder_(std::make_shared<GraphRecorder>(std::move(options))), guard_(recorder_) {}
+TraceSession::TraceSession(const TraceOptions& options)
+    : recorder_(std::make_shared<GraphRecorder>(options)), guard_(recorder_) {}
 
 }  // namespace strata

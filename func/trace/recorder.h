@@ -24,7 +24,9 @@ struct TraceOptions {
 // transform layer (Note [Recording below the transforms] in recorder.cpp).
 class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<GraphRecorder> {
  public:
-  explicit GraphRecorder(TraceOptions options);
+  // Keeps a reference to options: they outlive the trace (trace()'s own, or the
+  // enclosing recorder's).
+  explicit GraphRecorder(const TraceOptions& options);
   void dispatch(const OperatorHandle& op, Stack& stack) override;
   bool passes_on(const OperatorHandle& op) const override;
   // Real mode takes typed calls, except those of an op it decomposes.
@@ -67,7 +69,7 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   static constexpr size_t kExpectedInputs = 8;
   static constexpr size_t kExpectedOutputs = 4;
 
-  TraceOptions options_;
+  const TraceOptions& options_;
   Graph graph_;
   ValueMap ids_;
   int inside_recorded_call_ = 0;
@@ -80,7 +82,8 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
 // Pushes a GraphRecorder for the session's scope; trace() uses it.
 class TraceSession {
  public:
-  explicit TraceSession(TraceOptions options);
+  // options must outlive the session.
+  explicit TraceSession(const TraceOptions& options);
   Tensor input(const Tensor& leaf) { return recorder_->add_input(leaf); }
   void output(const Tensor& leaf) { recorder_->add_output(leaf); }
   Graph finish() { return recorder_->take_graph(); }
