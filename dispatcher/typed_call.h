@@ -25,7 +25,7 @@ struct ArgRef {
   Kind kind = Kind::Other;
   const void* ptr = nullptr;  // the Tensor, optional<Tensor>, first list element or value
   size_t size = 0;            // a tensor list's length
-  IValue (*box_fn)(const void*) = nullptr;
+  IValue (*box_fn)(const ArgRef&) = nullptr;
 
   const Tensor& tensor() const { return *static_cast<const Tensor*>(ptr); }
   const std::optional<Tensor>& optional_tensor() const {
@@ -33,7 +33,7 @@ struct ArgRef {
   }
   ArrayRef<Tensor> tensor_list() const { return {static_cast<const Tensor*>(ptr), size}; }
   // The value as the boxed call would have had it on its stack.
-  IValue box() const { return box_fn(ptr); }
+  IValue box() const { return box_fn(*this); }
 };
 
 // A typed call handed to a dispatch mode (Note [Typed mode calls]).
@@ -63,9 +63,10 @@ class TypedCall {
 namespace detail {
 
 template <class T>
-IValue box_ref(const void* p) {
-  return boxing::to_ivalue(*static_cast<const T*>(p));
+IValue box_ref(const ArgRef& ref) {
+  return boxing::to_ivalue(*static_cast<const T*>(ref.ptr));
 }
+inline IValue box_list_ref(const ArgRef& ref) { return boxing::to_ivalue(ref.tensor_list()); }
 
 template <class T>
 ArgRef arg_ref(const T& v) {
@@ -75,7 +76,7 @@ ArgRef arg_ref(const T& v) {
   } else if constexpr (std::is_same_v<D, std::optional<Tensor>>) {
     return {ArgRef::Kind::OptionalTensor, &v, 0, &box_ref<D>};
   } else if constexpr (std::is_same_v<D, ArrayRef<Tensor>> || std::is_same_v<D, std::vector<Tensor>>) {
-    return {ArgRef::Kind::TensorList, v.data(), v.size(), &box_ref<D>};
+    return {ArgRef::Kind::TensorList, v.data(), v.size(), &box_list_ref};
   } else {
     return {ArgRef::Kind::Other, &v, 0, &box_ref<D>};
   }

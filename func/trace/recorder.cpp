@@ -89,12 +89,12 @@ void GraphRecorder::dispatch(const OperatorHandle& op, Stack& stack) {
 }
 
 bool GraphRecorder::passes_on(const OperatorHandle& /*op*/) const {
-  return !layer_stack_empty();
+  // Inside a recorded op, a real trace only runs the calls its kernel makes.
+  return !layer_stack_empty() || (inside_recorded_call_ > 0 && options_.mode == TraceMode::Real);
 }
 
 bool GraphRecorder::takes_typed(const OperatorHandle& op) const {
-  return options_.mode == TraceMode::Real &&
-         (inside_recorded_call_ > 0 || options_.decompositions.find(op) == nullptr);
+  return options_.mode == TraceMode::Real && options_.decompositions.find(op) == nullptr;
 }
 
 void GraphRecorder::dispatch_typed(const OperatorHandle& op, TypedCall& call) {
@@ -184,8 +184,8 @@ void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
     } else if (v.is_tensor_list()) {
       results.push_back(detail::arg_ref(v.to_tensor_list()));
     } else {
-      results.push_back(ArgRef{ArgRef::Kind::Other, &v, 0, [](const void* p) {
-                                 return *static_cast<const IValue*>(p);
+      results.push_back(ArgRef{ArgRef::Kind::Other, &v, 0, [](const ArgRef& ref) {
+                                 return *static_cast<const IValue*>(ref.ptr);
                                }});
     }
   }
