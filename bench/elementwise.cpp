@@ -6,12 +6,15 @@
 //             into the same chunks as the kernels so it uses the same threads
 //   Add, Mul  st::add / st::mul, output allocated per call (3 buffers)
 //   AddInPlace a.add_(b): the same traffic with no allocation
-//   Exp       x.exp() (2 buffers; Eigen's SIMD exp)
+//   Exp       x.exp() (2 buffers; Eigen's SIMD exp); also at 100 elements (a tail)
+//   ExpStrided x.exp() of a step-2 slice
 //   Add8Elements  end-to-end latency of st::add on two 8-element tensors
+//   Random/rand, Random/randn  st::rand / st::randn of n Float32 values (items/s: draws per second)
 #include <benchmark/benchmark.h>
 #include <strata/strata.h>
 
 #include <cstring>
+#include <optional>
 
 #include "bench_support.h"
 
@@ -84,6 +87,19 @@ void Exp(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * n * kFloatBytes);
 }
 
+// x.exp() on every other element of a 2n buffer: the strided row, which gathers
+// each packet's inputs (Note [One code path per element]).
+void ExpStrided(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const bench::ThreadLimit limit(state.range(1));
+  st::Tensor x = filled(2 * n, 0.5).slice(0, 0, std::nullopt, 2);
+  for (auto _ : state) {
+    st::Tensor y = x.exp();
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * n * kFloatBytes);
+}
+
 void Add8Elements(benchmark::State& state) {
   st::Tensor a = filled(8, 1.5);
   st::Tensor b = filled(8, 2.0);
@@ -91,6 +107,19 @@ void Add8Elements(benchmark::State& state) {
     st::Tensor c = st::add(a, b);
     benchmark::DoNotOptimize(c.data_ptr());
   }
+}
+
+using Draw = st::Tensor (*)(st::IntArrayRef, const st::Generator&, std::optional<st::ScalarType>);
+
+void Random(benchmark::State& state, Draw draw) {
+  const int64_t n = state.range(0);
+  const bench::ThreadLimit limit(state.range(1));
+  const st::Generator gen(1);
+  for (auto _ : state) {
+    st::Tensor y = draw({n}, gen, st::kFloat32);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
 }
 
 void sizes_and_threads(benchmark::internal::Benchmark* b) {
@@ -105,7 +134,12 @@ BENCHMARK(Add)->Apply(sizes_and_threads);
 BENCHMARK(Mul)->Apply(sizes_and_threads);
 BENCHMARK(AddInPlace)->Apply(sizes_and_threads);
 BENCHMARK(Exp)->Apply(sizes_and_threads);
+BENCHMARK(ExpStrided)->Args({1 << 20, 1})->ArgNames({"n", "threads"})->UseRealTime();
+BENCHMARK(Exp)->Args({100, 1})->Args({96, 1})->Args({4, 1})->ArgNames({"n", "threads"})->UseRealTime();
 BENCHMARK(Add8Elements);
+BENCHMARK_CAPTURE(Random, rand, static_cast<Draw>(&st::rand))->Args({1 << 17, 1})->UseRealTime();
+BENCHMARK_CAPTURE(Random, randn, static_cast<Draw>(&st::randn))
+    ->Args({1 << 17, 1})->Args({1 << 17, 2})->UseRealTime();
 
 }  // namespace
 

@@ -1,8 +1,10 @@
 // trace's costs (issue 22):
 //   TraceMlpLoss / EagerMlpLoss          trace(f) of a small MLP loss vs one eager call
-//   PassThroughModeMlpLoss               the same call under a dispatch mode that only
+//   PassThroughModeMlpLoss/how           the same call under a dispatch mode that only
 //                                        passes each call on: the part of trace's cost
-//                                        that any dispatch mode pays (boxing each call)
+//                                        that any dispatch mode pays; how = 0: the mode
+//                                        sees boxed calls, 1: typed ones (unboxed, as the
+//                                        recorder), 2: it declares passes_on (skipped)
 //   TraceVmapGrad / EagerVmapGrad        the same for vmap(grad(loss)), B = 32
 //   ReplayGradCubed / EagerGradCubed     grad(grad(grad(sin(x) x^2))) on a 0-dim input
 //   ScalarFunction                       f itself, for scale
@@ -46,13 +48,21 @@ void TraceMlpLoss(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(st::trace(mlp_loss)(m.w1, m.w2, x, y));
 }
 // A dispatch mode that records nothing.
-class PassThrough : public st::DispatchMode {};
+class PassThrough : public st::DispatchMode {
+ public:
+  explicit PassThrough(int64_t how) : how_(how) {}
+  bool takes_typed(const st::OperatorHandle&) const override { return how_ == 1; }
+  bool passes_on(const st::OperatorHandle&) const override { return how_ == 2; }
+
+ private:
+  int64_t how_;
+};
 
 void PassThroughModeMlpLoss(benchmark::State& state) {
   Mlp m;
   const st::Tensor x = m.x(4), y = m.y(4);
   for (auto _ : state) {
-    const st::DispatchModeGuard mode(std::make_shared<PassThrough>());
+    const st::DispatchModeGuard mode(std::make_shared<PassThrough>(state.range(0)));
     benchmark::DoNotOptimize(mlp_loss(m.w1, m.w2, x, y));
   }
 }
@@ -103,7 +113,7 @@ void ReplayHessian(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(EagerMlpLoss);
-BENCHMARK(PassThroughModeMlpLoss);
+BENCHMARK(PassThroughModeMlpLoss)->ArgName("how")->Arg(0)->Arg(1)->Arg(2);
 BENCHMARK(TraceMlpLoss);
 BENCHMARK(EagerVmapGrad)->Arg(32);
 BENCHMARK(TraceVmapGrad)->Arg(32);

@@ -17,15 +17,23 @@ struct ModeFrame {
   DispatchKeySet keys;
 };
 
-// See Note [Dispatch modes]: modes [0, visible) are active. One thread-local
-// object at a fixed offset from the thread pointer (initial-exec, as the key
-// sets): a call through a mode reads and writes it many times.
+// See Note [Dispatch modes]: modes [0, visible) are active. A call through a
+// mode reads and writes it many times, and a thread_local with a destructor is
+// reached through a guard in the general-dynamic TLS model (a __tls_get_addr
+// call on every access): the hot path reads a plain initial-exec pointer to it,
+// set on first use.
 struct ModeState {
   std::vector<std::shared_ptr<DispatchMode>> modes;
   size_t visible = 0;
   const ModeFrame* frame = nullptr;
 };
-thread_local ModeState tls __attribute__((tls_model("initial-exec")));
+thread_local ModeState tls_owner;
+thread_local ModeState* tls_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+ModeState& mode_state() {
+  if (__builtin_expect(tls_state == nullptr, 0)) tls_state = &tls_owner;
+  return *tls_state;
+}
 
 void set_visible(ModeState& state, size_t n) {
   state.visible = n;
@@ -50,7 +58,7 @@ class VisibleModesGuard {
 
 // Hands the call to the highest mode below `index`, or to the kernels.
 void pass_on(size_t index, const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
-  ModeState& state = tls;
+  ModeState& state = mode_state();
   if (index == 0) {
     VisibleModesGuard all(state, state.modes.size());
     op.redispatch_boxed(keys & DispatchKeySet::below(DispatchKey::Mode), stack);
@@ -69,8 +77,35 @@ void pass_on(size_t index, const OperatorHandle& op, DispatchKeySet keys, Stack&
   mode->dispatch(op, stack);
 }
 
+// pass_on() for a typed call (Note [Typed mode calls]).
+void pass_on_typed(size_t index, const OperatorHandle& op, DispatchKeySet keys, TypedCall& call) {
+  ModeState& state = mode_state();
+  if (index == 0) {
+    VisibleModesGuard all(state, state.modes.size());
+    call.run(keys & DispatchKeySet::below(DispatchKey::Mode));
+    return;
+  }
+  const size_t i = index - 1;
+  // Not a shared_ptr copy (two atomic updates a call): the scoped guard that
+  // pushed the mode lives on a frame enclosing this call, so the mode outlives it.
+  DispatchMode* mode = state.modes[i].get();
+  const ModeFrame frame{i, keys};
+  struct RestoreFrame {
+    ModeState& state;
+    const ModeFrame* saved;
+    ~RestoreFrame() { state.frame = saved; }
+  } restore{state, state.frame};
+  state.frame = &frame;
+  VisibleModesGuard hide(state, i);
+  mode->dispatch_typed(op, call);
+}
+
+void mode_typed(const OperatorHandle& op, DispatchKeySet keys, TypedCall& call) {
+  pass_on_typed(mode_state().visible, op, keys, call);
+}
+
 void mode_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
-  pass_on(tls.visible, op, keys, stack);
+  pass_on(mode_state().visible, op, keys, stack);
 }
 
 // Note [Modes a call passes through]
@@ -79,19 +114,28 @@ void mode_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) 
 // a typed call on, and every mode is visible (so no mode's dispatch() is running,
 // and the kernel would run with all of them visible anyway), the call continues
 // typed below the Mode key: what call_next() would have done, without boxing it.
+//
+// Otherwise, when every visible mode passes the call on or takes it typed, the
+// call goes down the modes as a TypedCall (Note [Typed mode calls]); only when
+// some visible mode handles it boxed only is the call boxed for all of them.
 PassThrough::Next mode_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
-  const ModeState& state = tls;
-  if (state.visible != state.modes.size()) return PassThrough::Next::Decline;
+  const ModeState& state = mode_state();
+  bool all_pass = state.visible == state.modes.size();
   for (size_t i = 0; i < state.visible; ++i) {
-    if (!state.modes[i]->passes_on(op)) return PassThrough::Next::Decline;
+    const DispatchMode& mode = *state.modes[i];
+    if (mode.passes_on(op)) continue;
+    if (!mode.takes_typed(op)) return PassThrough::Next::Decline;
+    all_pass = false;
   }
+  if (!all_pass) return PassThrough::Next::Typed;
   next = keys & DispatchKeySet::below(DispatchKey::Mode);
   return PassThrough::Next::WithKeys;
 }
 void mode_leave() noexcept {}
 
 STRATA_LIBRARY_IMPL(_, Mode, m) {
-  m.fallback(KernelFunction::from_boxed_with_pass_through(&mode_fallback, {&mode_enter, &mode_leave}));
+  m.fallback(KernelFunction::from_boxed_with_pass_through(&mode_fallback,
+                                                          {&mode_enter, &mode_leave, &mode_typed}));
 }
 
 }  // namespace
@@ -99,41 +143,54 @@ STRATA_LIBRARY_IMPL(_, Mode, m) {
 void DispatchMode::dispatch(const OperatorHandle& op, Stack& stack) { call_next(op, stack); }
 
 void DispatchMode::call_next(const OperatorHandle& op, Stack& stack) {
-  const ModeFrame* current = tls.frame;
+  const ModeFrame* current = mode_state().frame;
   STRATA_CHECK(current != nullptr, "DispatchMode",
                "call_next() may only be called from dispatch() while it handles a call");
   const ModeFrame frame = *current;
   pass_on(frame.index, op, frame.keys, stack);
 }
 
+void DispatchMode::dispatch_typed(const OperatorHandle& op, TypedCall& call) {
+  call_next_typed(op, call);
+}
+
+void DispatchMode::call_next_typed(const OperatorHandle& op, TypedCall& call) {
+  const ModeFrame* current = mode_state().frame;
+  STRATA_CHECK(current != nullptr, "DispatchMode",
+               "call_next_typed() may only be called from dispatch_typed() while it handles a call");
+  const ModeFrame frame = *current;
+  pass_on_typed(frame.index, op, frame.keys, call);
+}
+
 DispatchModeGuard::DispatchModeGuard(std::shared_ptr<DispatchMode> mode) {
   STRATA_CHECK(mode != nullptr, "DispatchModeGuard", "mode is null");
-  ModeState& state = tls;
+  ModeState& state = mode_state();
   state.modes.push_back(std::move(mode));
   set_visible(state, state.modes.size());
 }
 
 DispatchModeGuard::~DispatchModeGuard() {
-  ModeState& state = tls;
+  ModeState& state = mode_state();
   state.modes.pop_back();
   set_visible(state, std::min(state.visible, state.modes.size()));
 }
 
-size_t dispatch_mode_stack_size() { return tls.modes.size(); }
+size_t dispatch_mode_stack_size() { return mode_state().modes.size(); }
 
 bool dispatcher_watched() {
-  return !tls.modes.empty() || detail::g_dispatch_trace_enabled.load(std::memory_order_relaxed);
+  return !mode_state().modes.empty() ||
+         detail::g_dispatch_trace_enabled.load(std::memory_order_relaxed);
 }
 
 bool modes_allow_inline_higher_order_ops() {
-  for (const auto& mode : tls.modes) {
+  for (const auto& mode : mode_state().modes) {
     if (!mode->allows_inline_higher_order_ops()) return false;
   }
   return true;
 }
 
 std::shared_ptr<DispatchMode> innermost_recording_mode() {
-  const ModeState& state = tls;
+  const ModeState& state = mode_state();
   for (size_t i = state.visible; i-- > 0;) {
     if (!state.modes[i]->allows_inline_higher_order_ops()) return state.modes[i];
   }

@@ -7,6 +7,7 @@
 namespace strata {
 
 class OperatorHandle;
+class TypedCall;
 
 // An object that sees every operator call made on its thread while it is
 // active: the analogue of PyTorch's TorchDispatchMode, used by trace() and by
@@ -34,6 +35,16 @@ class DispatchMode {
     (void)op;
     return false;
   }
+  // True when dispatch_typed() handles this call: a typed call then reaches the
+  // mode as a TypedCall, unboxed (Note [Typed mode calls] in typed_call.h). Boxed
+  // calls still go to dispatch().
+  virtual bool takes_typed(const OperatorHandle& op) const {
+    (void)op;
+    return false;
+  }
+  // A typed call, when takes_typed(op). It must pass the call on
+  // (call_next_typed()) or throw; the default passes it on.
+  virtual void dispatch_typed(const OperatorHandle& op, TypedCall& call);
   // Whether a higher-order operator (cond, while_loop, ...) may run its
   // functions inline while this mode is pushed, the mode seeing their ops one by
   // one. A mode recording a replayable graph says no: a branch chosen by this
@@ -43,6 +54,8 @@ class DispatchMode {
  protected:
   // Passes the call being dispatched on to the next mode, or to the kernels.
   void call_next(const OperatorHandle& op, Stack& stack);
+  // The same for a typed call being dispatched by dispatch_typed().
+  void call_next_typed(const OperatorHandle& op, TypedCall& call);
 };
 
 // Pushes a mode for the guard's scope.

@@ -65,6 +65,11 @@ void throw_bad_boxed_result(const OperatorHandle& op, size_t expected, size_t go
               " values on the stack; the signature expects ", expected, " results");
 }
 
+void throw_typed_call_not_run() {
+  STRATA_FAIL("DispatchMode", "dispatch_typed() returned without passing the call on ",
+              "(call_next_typed()) and without an exception");
+}
+
 void check_typed_signature(const OperatorEntry& op, const boxing::CppSignature& sig) {
   const std::string name = op.operator_name().to_string();
   if (op.has_schema()) op.check_signature_against_schema(sig, "typed<>() call");

@@ -16,6 +16,7 @@
 #include "dispatcher/kernel_function.h"
 #include "dispatcher/local_dispatch_key_set.h"
 #include "dispatcher/operator_entry.h"
+#include "dispatcher/typed_call.h"
 
 namespace strata {
 
@@ -188,6 +189,11 @@ class TypedOperatorHandle<Ret(Args...)> : public OperatorHandle {
     if (const PassThrough* pass = kernel.pass_through()) {
       DispatchKeySet next;
       const PassThrough::Next how = pass->enter(*this, keys, next);
+      if (how == PassThrough::Next::Typed) {
+        detail::TypedCallFrame<TypedOperatorHandle, Ret, Args...> call(*this, args...);
+        pass->typed(*this, keys, call);
+        return call.finish();
+      }
       if (how != PassThrough::Next::Decline) {
         const detail::LeaveOnExit leave{pass->leave};
         if (how == PassThrough::Next::RecomputeKeys) {

@@ -12,6 +12,7 @@
 namespace strata {
 
 class OperatorHandle;
+class TypedCall;
 
 // A boxed kernel handles any operator: its arguments are the last
 // op.schema().arguments().size() values of the stack, which it replaces by the results.
@@ -41,15 +42,18 @@ size_t returned_argument_index(const OperatorHandle& op);
 // back fallback (pop the layer). Registered with a PassThrough, a typed call
 // runs them without boxing its arguments: enter() sets the state up and says
 // how the call continues, leave() undoes it, also when the call throws. enter()
-// may decline for a call, which then takes the boxed kernel as usual.
+// may decline for a call, which then takes the boxed kernel as usual, or hand it
+// to `typed` as a TypedCall (the Mode key's kernel: Note [Typed mode calls]).
 struct PassThrough {
   enum class Next : uint8_t {
     Decline,        // run the boxed kernel instead
     WithKeys,       // continue with the keys enter() wrote
     RecomputeKeys,  // continue with keys computed afresh from the arguments
+    Typed,          // call typed(), without leave()
   };
   Next (*enter)(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next_keys);
   void (*leave)() noexcept;
+  void (*typed)(const OperatorHandle& op, DispatchKeySet keys, TypedCall& call) = nullptr;
 };
 
 // Note [Kernel calling conventions]

@@ -74,19 +74,30 @@ STRATA_HOST_DEVICE inline T uniform(const Words4& r) {
 }
 
 // Standard normal by Box–Muller: one of the pair, so each element owns its
-// counter. u1 is taken in (0, 1] to keep the logarithm finite.
+// counter: sqrt(-2 log u1) cos(2 pi u2), with u1 taken in (0, 1] to keep the
+// logarithm finite. box_muller_uniforms gives (u1, u2); the CPU kernel applies
+// the formula to arrays of them.
+inline constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+// From the four words of one counter, passed one by one so that a loop over
+// lanes of word arrays vectorises.
+template <class T>
+STRATA_HOST_DEVICE inline void box_muller_uniforms(uint32_t w0, uint32_t w1, uint32_t w2,
+                                                   uint32_t w3, T& u1, T& u2) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    u1 = T(1) - uniform_float(w0);
+    u2 = uniform_float(w1);
+  } else {
+    u1 = T(1) - uniform_double(w0, w1);
+    u2 = uniform_double(w2, w3);
+  }
+}
+
 template <class T>
 STRATA_HOST_DEVICE inline T standard_normal(const Words4& r) {
-  constexpr T kTwoPi = static_cast<T>(6.283185307179586476925286766559);
   T u1, u2;
-  if constexpr (sizeof(T) == sizeof(float)) {
-    u1 = T(1) - uniform_float(r.w[0]);
-    u2 = uniform_float(r.w[1]);
-  } else {
-    u1 = T(1) - uniform_double(r.w[0], r.w[1]);
-    u2 = uniform_double(r.w[2], r.w[3]);
-  }
-  return std::sqrt(T(-2) * std::log(u1)) * std::cos(kTwoPi * u2);
+  box_muller_uniforms(r.w[0], r.w[1], r.w[2], r.w[3], u1, u2);
+  return std::sqrt(T(-2) * std::log(u1)) * std::cos(static_cast<T>(kTwoPi) * u2);
 }
 
 // An integer in [0, range) for range >= 1, from 64 random bits. The modulo bias

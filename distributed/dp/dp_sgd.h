@@ -31,8 +31,16 @@ struct DpSgdOptions {
   std::vector<double> max_grad_norms = {};  // per-layer clipping when not empty: one bound
                                             // per parameter leaf, in tree order
   uint64_t noise_seed = 0;                  // must be the same on every rank
-  int64_t physical_batch = 0;  // samples per vmap(grad) call; 0: auto_physical_batch
+  int64_t physical_batch = 0;  // samples per vmap(grad) call or ghost pass; 0: auto
+                               // (auto_physical_batch, kGhostPhysicalBatch)
 };
+
+// Samples per ghost-clipping pass when DpSgdOptions leaves it 0. One pass keeps
+// every layer's input and output gradient (and a conv's per-sample weight
+// gradients) alive at once; for the CNN of examples/dp_sgd_distributed.cpp at a
+// batch of 2048 that is hundreds of MiB, freshly allocated and faulted in each
+// step, against a few MiB in passes of 256.
+inline constexpr int64_t kGhostPhysicalBatch = 256;
 
 // The bound on one sample's clipped gradient: C, or sqrt(sum C_l^2) per layer.
 double sensitivity(const DpSgdOptions& options);
@@ -81,8 +89,8 @@ Params local_clipped_sum(const Loss& sample_loss, const Params& params, const Te
 }
 
 // The same sum by ghost clipping (Note [Ghost clipping]): loss.batch_loss gives
-// the batch's per-sample losses; physical_batch, when set, bounds the samples
-// of one pass.
+// the batch's per-sample losses, physical_batch (or kGhostPhysicalBatch) bounds
+// the samples of one pass.
 template <class F, class Params>
 Params local_clipped_sum(const GhostLoss<F>& loss, const Params& params, const Tensor& x,
                          const Tensor& y, const DpSgdOptions& options) {
@@ -90,7 +98,8 @@ Params local_clipped_sum(const GhostLoss<F>& loss, const Params& params, const T
   const std::vector<double> bounds =
       per_layer ? options.max_grad_norms : std::vector<double>{options.max_grad_norm};
   const int64_t batch = x.size(0);
-  const int64_t chunk = options.physical_batch > 0 ? options.physical_batch : batch;
+  const int64_t chunk =
+      options.physical_batch > 0 ? options.physical_batch : kGhostPhysicalBatch;
   if (batch <= chunk) return ghost_clip_and_sum(loss, params, x, y, bounds, per_layer).sum;
   Params sum = tree::map(params, [](const Tensor& p) { return zeros_like(p); });
   const std::vector<Tensor> sums = tree::flatten(sum);

@@ -20,23 +20,32 @@ OperatorHandle DecompositionTable::find_op(std::string_view name) {
   return *op;
 }
 
+const OperatorEntry* DecompositionTable::entry_named(std::string_view name) {
+  const std::optional<OperatorHandle> op =
+      Dispatcher::singleton().find_schema(parse_operator_name(name));
+  return op.has_value() ? &op->entry() : nullptr;
+}
+
 bool DecompositionTable::erase(std::string_view name) {
-  const auto it = entries_.find(name);
-  if (it == entries_.end()) return false;
-  entries_.erase(it);
-  return true;
+  const OperatorEntry* entry = entry_named(name);
+  return entry != nullptr && entries_.erase(entry) > 0;
+}
+
+bool DecompositionTable::contains(std::string_view name) const {
+  const OperatorEntry* entry = entry_named(name);
+  return entry != nullptr && entries_.count(entry) > 0;
 }
 
 const KernelFunction* DecompositionTable::find(const OperatorHandle& op) const {
   if (entries_.empty()) return nullptr;
-  const auto it = entries_.find(op.operator_name().to_string());
+  const auto it = entries_.find(&op.entry());
   return it == entries_.end() ? nullptr : &it->second;
 }
 
 void DecompositionTable::add_row_decompositions() {
   for (const RegisteredOpDef& row : registered_op_defs()) {
     if (row.def->decomposition.has_value()) {
-      entries_[row.name] = row.def->decomposition.value.function;
+      entries_[&find_op(row.name).entry()] = row.def->decomposition.value.function;
     }
   }
 }

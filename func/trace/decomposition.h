@@ -1,9 +1,9 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "dispatcher/dispatcher.h"
 
@@ -21,13 +21,12 @@ class DecompositionTable {
   DecompositionTable& set(std::string_view name, F fn) {
     const OperatorHandle op = find_op(name);
     detail::check_typed_signature(op.entry(), detail::SignatureOf<Sig>::get());
-    entries_[op.operator_name().to_string()] =
-        KernelFunction::from_unboxed(std::function<Sig>(std::move(fn)));
+    entries_[&op.entry()] = KernelFunction::from_unboxed(std::function<Sig>(std::move(fn)));
     return *this;
   }
   // Keeps `name` whole in the graph; true if it was in the table.
   bool erase(std::string_view name);
-  bool contains(std::string_view name) const { return entries_.count(std::string(name)) > 0; }
+  bool contains(std::string_view name) const;
   size_t size() const { return entries_.size(); }
   // The decomposition of op, or null.
   const KernelFunction* find(const OperatorHandle& op) const;
@@ -37,7 +36,10 @@ class DecompositionTable {
 
  private:
   static OperatorHandle find_op(std::string_view name);
-  std::map<std::string, KernelFunction, std::less<>> entries_;
+  // The op named `name`, or null.
+  static const OperatorEntry* entry_named(std::string_view name);
+  // Keyed by the op's entry: the recorder looks each call's op up here.
+  std::unordered_map<const OperatorEntry*, KernelFunction> entries_;
 };
 
 // Every op that has a decomposition (every composite op, and the ops whose row

@@ -130,6 +130,7 @@ class Graph {
   // A higher-order operator's node; returns its index.
   size_t add_hop_node(const HigherOrderOperator& hop, std::vector<NodeArg> args,
                       std::vector<std::shared_ptr<const Graph>> subgraphs, std::vector<int64_t> attrs);
+  void reserve_results(size_t node, size_t n) { nodes_[node].results.reserve(n); }
   // Starts the next result of node `node`: a tensor, or a tensor list.
   void begin_result(size_t node, bool is_list);
   // A new value in the last result begun of node `node`.

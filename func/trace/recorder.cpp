@@ -24,7 +24,7 @@
 
 namespace strata {
 
-GraphRecorder::GraphRecorder(TraceOptions options) : options_(std::move(options)) {
+GraphRecorder::GraphRecorder(const TraceOptions& options) : options_(options) {
   graph_.reserve(kExpectedValues, kExpectedNodes, kExpectedInputs, kExpectedOutputs);
 }
 
@@ -89,7 +89,20 @@ void GraphRecorder::dispatch(const OperatorHandle& op, Stack& stack) {
 }
 
 bool GraphRecorder::passes_on(const OperatorHandle& /*op*/) const {
-  return !layer_stack_empty();
+  // Inside a recorded op, a real trace only runs the calls its kernel makes.
+  return !layer_stack_empty() || (inside_recorded_call_ > 0 && options_.mode == TraceMode::Real);
+}
+
+bool GraphRecorder::takes_typed(const OperatorHandle& op) const {
+  return options_.mode == TraceMode::Real && options_.decompositions.find(op) == nullptr;
+}
+
+void GraphRecorder::dispatch_typed(const OperatorHandle& op, TypedCall& call) {
+  if (!layer_stack_empty() || inside_recorded_call_ > 0) {
+    call_next_typed(op, call);
+  } else {
+    record_typed(op, call);
+  }
 }
 
 void GraphRecorder::execute(const OperatorHandle& op, Stack& stack) {
@@ -100,59 +113,126 @@ void GraphRecorder::execute(const OperatorHandle& op, Stack& stack) {
   }
 }
 
-void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
-  const FunctionSchema& schema = op.schema();
-  const size_t first = stack.size() - schema.arguments().size();
-  std::vector<NodeArg> args;
-  args.reserve(schema.arguments().size());
-  for (size_t i = first; i < stack.size(); ++i) {
-    const IValue& v = stack[i];
-    NodeArg& arg = args.emplace_back();
-    if (v.is_tensor()) {
-      arg.kind = NodeArg::Kind::Value;
-      arg.values.push_back(value_of(v.to_tensor()));
-    } else if (v.is_tensor_list()) {
-      arg.kind = NodeArg::Kind::ValueList;
-      for (const Tensor& t : v.to_tensor_list()) arg.values.push_back(t.defined() ? value_of(t) : -1);
-    } else if (schema.arguments()[i - first].type.kind == SchemaType::Kind::Generator) {
-      const Generator gen = v.is_none() ? default_generator() : v.to_generator();
-      Generator snapshot(gen.seed());
-      snapshot.set_offset(gen.offset());
-      arg.constant = snapshot;
-    } else {
-      arg.constant = v;
-    }
+void GraphRecorder::record_boxed_arg(const Argument& schema_arg, const IValue& v, NodeArg& arg) {
+  if (v.is_tensor()) {
+    arg.kind = NodeArg::Kind::Value;
+    arg.values.push_back(value_of(v.to_tensor()));
+  } else if (v.is_tensor_list()) {
+    record_list(v.to_tensor_list(), arg);
+  } else if (schema_arg.type.kind == SchemaType::Kind::Generator) {
+    const Generator gen = v.is_none() ? default_generator() : v.to_generator();
+    Generator snapshot(gen.seed());
+    snapshot.set_offset(gen.offset());
+    arg.constant = snapshot;
+  } else {
+    arg.constant = v;
   }
-  const Device arg_device = device_of(stack, first);
-  ++inside_recorded_call_;
-  try {
-    execute(op, stack);
-  } catch (...) {
-    --inside_recorded_call_;
-    throw;
-  }
-  --inside_recorded_call_;
-  const size_t results = schema.returns().size();
-  const size_t out_first = stack.size() - results;
-  Device device = arg_device;
-  if (results > 0 && stack[out_first].is_tensor()) device = stack[out_first].to_tensor().device();
+}
+
+void GraphRecorder::record_list(ArrayRef<Tensor> list, NodeArg& arg) {
+  arg.kind = NodeArg::Kind::ValueList;
+  for (const Tensor& t : list) arg.values.push_back(t.defined() ? value_of(t) : -1);
+}
+
+void GraphRecorder::add_node_results(const OperatorHandle& op, Device device,
+                                     std::vector<NodeArg> args, ArrayRef<ArgRef> results) {
   const size_t node = graph_.add_node(op, replay_keys(device), std::move(args));
-  for (size_t i = out_first; i < stack.size(); ++i) {
-    const IValue& v = stack[i];
-    if (v.is_tensor()) {
+  graph_.reserve_results(node, results.size());
+  for (const ArgRef& r : results) {
+    if (r.kind == ArgRef::Kind::Tensor) {
       graph_.begin_result(node, false);
-      ids_.bind(v.to_tensor(), graph_.add_node_output(node, value_type_of(v.to_tensor())));
-    } else if (v.is_tensor_list()) {
+      ids_.bind(r.tensor(), graph_.add_node_output(node, value_type_of(r.tensor())));
+    } else if (r.kind == ArgRef::Kind::TensorList) {
       graph_.begin_result(node, true);
-      for (const Tensor& t : v.to_tensor_list()) ids_.bind(t, graph_.add_node_output(node, value_type_of(t)));
+      for (const Tensor& t : r.tensor_list()) ids_.bind(t, graph_.add_node_output(node, value_type_of(t)));
     } else {
+      const IValue v = r.box();
       STRATA_FAIL("trace", op.operator_name().to_string(), " returns a ", to_string(v.tag()),
                   "; a graph records only ops that return tensors");
     }
   }
 }
 
-TraceSession::TraceSession(TraceOptions options)
-    : recorder_(std::make_shared<GraphRecorder>(std::move(options))), guard_(recorder_) {}
+// Runs `run` as a recorded call: the calls it makes are executed, not recorded.
+template <class F>
+void GraphRecorder::inside_recorded_call(F&& run) {
+  ++inside_recorded_call_;
+  try {
+    run();
+  } catch (...) {
+    --inside_recorded_call_;
+    throw;
+  }
+  --inside_recorded_call_;
+}
+
+void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
+  const FunctionSchema& schema = op.schema();
+  const size_t first = stack.size() - schema.arguments().size();
+  std::vector<NodeArg> args(schema.arguments().size());
+  for (size_t i = first; i < stack.size(); ++i) {
+    record_boxed_arg(schema.arguments()[i - first], stack[i], args[i - first]);
+  }
+  const Device arg_device = device_of(stack, first);
+  inside_recorded_call([&] { execute(op, stack); });
+  const size_t out_first = stack.size() - schema.returns().size();
+  SmallVector<ArgRef, 2> results;
+  for (size_t i = out_first; i < stack.size(); ++i) {
+    const IValue& v = stack[i];
+    if (v.is_tensor()) {
+      results.push_back(detail::arg_ref(v.to_tensor()));
+    } else if (v.is_tensor_list()) {
+      results.push_back(detail::arg_ref(v.to_tensor_list()));
+    } else {
+      results.push_back(ArgRef{ArgRef::Kind::Other, &v, 0, [](const ArgRef& ref) {
+                                 return *static_cast<const IValue*>(ref.ptr);
+                               }});
+    }
+  }
+  const Device device = !results.empty() && results[0].kind == ArgRef::Kind::Tensor
+                            ? results[0].tensor().device()
+                            : arg_device;
+  add_node_results(op, device, std::move(args), results);
+}
+
+void GraphRecorder::record_typed(const OperatorHandle& op, TypedCall& call) {
+  const FunctionSchema& schema = op.schema();
+  const ArrayRef<ArgRef> refs = call.arguments();
+  std::vector<NodeArg> args(refs.size());
+  std::optional<Device> arg_device;
+  auto seen = [&](const Tensor& t) {
+    if (!arg_device && t.defined()) arg_device = t.device();
+  };
+  for (size_t i = 0; i < refs.size(); ++i) {
+    const ArgRef& ref = refs[i];
+    NodeArg& arg = args[i];
+    if (ref.kind == ArgRef::Kind::Tensor && ref.tensor().defined()) {
+      arg.kind = NodeArg::Kind::Value;
+      arg.values.push_back(value_of(ref.tensor()));
+      seen(ref.tensor());
+    } else if (ref.kind == ArgRef::Kind::OptionalTensor && ref.optional_tensor() &&
+               ref.optional_tensor()->defined()) {
+      arg.kind = NodeArg::Kind::Value;
+      arg.values.push_back(value_of(*ref.optional_tensor()));
+      seen(*ref.optional_tensor());
+    } else if (ref.kind == ArgRef::Kind::TensorList) {
+      record_list(ref.tensor_list(), arg);
+      for (const Tensor& t : ref.tensor_list()) seen(t);
+    } else {
+      const IValue v = ref.box();
+      record_boxed_arg(schema.arguments()[i], v, arg);
+      if (v.is_tensor()) seen(v.to_tensor());
+    }
+  }
+  inside_recorded_call([&] { call_next_typed(op, call); });
+  const ArrayRef<ArgRef> results = call.results();
+  const Device device = !results.empty() && results[0].kind == ArgRef::Kind::Tensor
+                            ? results[0].tensor().device()
+                            : arg_device.value_or(Device());
+  add_node_results(op, device, std::move(args), results);
+}
+
+TraceSession::TraceSession(const TraceOptions& options)
+    : recorder_(std::make_shared<GraphRecorder>(options)), guard_(recorder_) {}
 
 }  // namespace strata

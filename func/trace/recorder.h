@@ -24,9 +24,14 @@ struct TraceOptions {
 // transform layer (Note [Recording below the transforms] in recorder.cpp).
 class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<GraphRecorder> {
  public:
-  explicit GraphRecorder(TraceOptions options);
+  // Keeps a reference to options: they outlive the trace (trace()'s own, or the
+  // enclosing recorder's).
+  explicit GraphRecorder(const TraceOptions& options);
   void dispatch(const OperatorHandle& op, Stack& stack) override;
   bool passes_on(const OperatorHandle& op) const override;
+  // Real mode takes typed calls, except those of an op it decomposes.
+  bool takes_typed(const OperatorHandle& op) const override;
+  void dispatch_typed(const OperatorHandle& op, TypedCall& call) override;
   // Control flow must be recorded as one node with subgraphs, not as the ops
   // of the branch this run took.
   bool allows_inline_higher_order_ops() const override { return false; }
@@ -46,6 +51,15 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // trace knows t.
   std::optional<int64_t> lift_capture(const Tensor& t);
   void record(const OperatorHandle& op, Stack& stack);
+  void record_typed(const OperatorHandle& op, TypedCall& call);
+  // An argument as a boxed call has it (a Generator as a snapshot of its state:
+  // Note [Trace of random ops]).
+  void record_boxed_arg(const Argument& schema_arg, const IValue& v, NodeArg& arg);
+  void record_list(ArrayRef<Tensor> list, NodeArg& arg);
+  void add_node_results(const OperatorHandle& op, Device device, std::vector<NodeArg> args,
+                        ArrayRef<ArgRef> results);
+  template <class F>
+  void inside_recorded_call(F&& run);
   // Runs a call: its kernel, or in fake mode its shape function.
   void execute(const OperatorHandle& op, Stack& stack);
 
@@ -55,7 +69,7 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   static constexpr size_t kExpectedInputs = 8;
   static constexpr size_t kExpectedOutputs = 4;
 
-  TraceOptions options_;
+  const TraceOptions& options_;
   Graph graph_;
   ValueMap ids_;
   int inside_recorded_call_ = 0;
@@ -68,7 +82,8 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
 // Pushes a GraphRecorder for the session's scope; trace() uses it.
 class TraceSession {
  public:
-  explicit TraceSession(TraceOptions options);
+  // options must outlive the session.
+  explicit TraceSession(const TraceOptions& options);
   Tensor input(const Tensor& leaf) { return recorder_->add_input(leaf); }
   void output(const Tensor& leaf) { recorder_->add_output(leaf); }
   Graph finish() { return recorder_->take_graph(); }

@@ -19,8 +19,10 @@ namespace strata::cpu {
 // inputs are laid over the output's shape (inputs broadcast with stride 0), dims
 // that are contiguous across all operands are merged, and the work is cut into
 // rows of the innermost dim. A kernel only writes the row function
-// (kernels/cpu/elementwise_rows.h): contiguous rows take an Eigen array
-// expression (SIMD transcendental math) or a loop the compiler vectorizes, rows
+// (kernels/cpu/elementwise_rows.h): an op with an Eigen array expression (SIMD
+// transcendental math) runs it on every element (Note [One code path per
+// element]), so where the rows are cut never changes a bit; other contiguous
+// rows take a loop the compiler vectorizes, rows
 // with a broadcast operand hoist its value, and only the general strided row
 // reads element by element.
 inline constexpr int kMaxOperands = 5;  // out and up to four inputs (mul_add)

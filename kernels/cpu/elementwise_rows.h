@@ -19,8 +19,6 @@
 namespace strata::cpu {
 
 template <class T>
-using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 template <class T>
@@ -102,22 +100,72 @@ concept HasArrayForm = requires(const Op& op, const ConstArrayMap<In>& x) {
   op.array(x);
 };
 
-// out = op(in): op(x) per element, op.array(map) on contiguous rows when it has one.
+// Note [One code path per element]
+// Eigen's SIMD form of a function (pexp, plogistic, psin for float, ...) and its
+// scalar std:: form differ in the last bit for some inputs. Eigen's loop over a
+// dynamic-size Map runs the scalar form on the elements before the first aligned
+// address and after the last whole packet, and where the driver cuts a row into
+// chunks depends on TBB's thread count: an element's bits would depend on the
+// thread count and on the tensor's offset. So an op with an array form computes
+// every element with the packet form: whole packets in place (fixed-size maps,
+// which Eigen does not peel for alignment), a contiguous row's ragged end as the
+// row's last whole packet, strided rows and rows shorter than a packet gathered
+// into one, a broadcast value as one packet. An element's result depends only on
+// its input.
+template <class In>
+inline constexpr int64_t kPacketSize = Eigen::internal::packet_traits<In>::size;
+
 template <class Out, class In, class Op>
-void unary_row(char** data, const int64_t* strides, int64_t n, const Op& op) {
+void packet_form_row(char** data, const int64_t* strides, int64_t n, const Op& op) {
+  constexpr int64_t P = kPacketSize<In>;
+  using InPacket = Eigen::Array<In, P, 1>;
+  using OutPacket = Eigen::Array<Out, P, 1>;
   Out* out = reinterpret_cast<Out*>(data[0]);
   const In* in = reinterpret_cast<const In*>(data[1]);
-  if (strides[0] == sizeof(Out) && strides[1] == sizeof(In)) {
-    if constexpr (HasArrayForm<Op, In>) {
-      ArrayMap<Out>(out, n) = op.array(ConstArrayMap<In>(in, n));
-    } else {
-      for (int64_t i = 0; i < n; ++i) out[i] = op(in[i]);
+  if (strides[0] == sizeof(Out) && strides[1] == 0) {
+    const OutPacket value = op.array(InPacket::Constant(*in));
+    std::fill_n(out, n, value[0]);
+    return;
+  }
+  int64_t i = 0;
+  if (strides[0] == sizeof(Out) && strides[1] == sizeof(In) && n >= P) {
+    // The ragged end as the row's last whole packet, read before any write (out
+    // may be in): a packet gathered from scattered stores stalls the load.
+    const OutPacket last = op.array(Eigen::Map<const InPacket>(in + n - P));
+    for (; i + P <= n; i += P) {
+      Eigen::Map<OutPacket>(out + i) = op.array(Eigen::Map<const InPacket>(in + i));
     }
-  } else if (strides[0] == sizeof(Out) && strides[1] == 0) {
-    std::fill_n(out, n, op(*in));
+    std::copy(last.data() + (i - (n - P)), last.data() + P, out + i);
+    return;
+  }
+  for (; i < n; i += P) {
+    const int64_t m = std::min(P, n - i);
+    // Lanes past m hold zeros: every array form is defined there (or gives inf/NaN,
+    // which never traps), and they are not written back.
+    InPacket x = InPacket::Zero();
+    for (int64_t k = 0; k < m; ++k) x[k] = element<const In>(data[1], strides[1], i + k);
+    const OutPacket y = op.array(x);
+    for (int64_t k = 0; k < m; ++k) element<Out>(data[0], strides[0], i + k) = y[k];
+  }
+}
+
+// out = op(in): op(x) per element, or op.array on packets when it has an array
+// form (Note [One code path per element]).
+template <class Out, class In, class Op>
+void unary_row(char** data, const int64_t* strides, int64_t n, const Op& op) {
+  if constexpr (HasArrayForm<Op, In>) {
+    packet_form_row<Out, In>(data, strides, n, op);
   } else {
-    for (int64_t i = 0; i < n; ++i) {
-      element<Out>(data[0], strides[0], i) = op(element<const In>(data[1], strides[1], i));
+    Out* out = reinterpret_cast<Out*>(data[0]);
+    const In* in = reinterpret_cast<const In*>(data[1]);
+    if (strides[0] == sizeof(Out) && strides[1] == sizeof(In)) {
+      for (int64_t i = 0; i < n; ++i) out[i] = op(in[i]);
+    } else if (strides[0] == sizeof(Out) && strides[1] == 0) {
+      std::fill_n(out, n, op(*in));
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        element<Out>(data[0], strides[0], i) = op(element<const In>(data[1], strides[1], i));
+      }
     }
   }
 }

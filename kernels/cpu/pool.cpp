@@ -84,23 +84,24 @@ bool beats(T x, T best) {
 }
 
 // Note [Pooling 2 x 2 windows]
-// The CNN's pooling (and most CNNs') is 2 x 2 windows at stride 2 without padding.
-// Its own loop keeps each window's best value and pixel in registers over four
-// unrolled taps. Whether a tap wins is a coin toss on real data, so the loop must
+// The CNNs' pooling is 2 x 2 windows without padding, at stride 2 (most CNNs)
+// or 1 (the tempered-sigmoid CNN of examples/dp_sgd_distributed.cpp). Its own
+// loop keeps each window's best value and pixel in registers over four unrolled
+// taps. Whether a tap wins is a coin toss on real data, so the loop must
 // not branch on it: g++ 12 turns a pair of selects on one condition into a branch,
 // mispredicted half the time, hence the pixel's arithmetic select. The general
 // loop below takes about three times as long on these windows.
-bool is_2x2_stride_2(const Pool2dGeometry& g) {
-  return g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
-         g.pad_w == 0 && g.dilation_h == 1 && g.dilation_w == 1;
+bool is_2x2_unpadded(const Pool2dGeometry& g) {
+  return g.kernel_h == 2 && g.kernel_w == 2 && g.pad_h == 0 && g.pad_w == 0 && g.dilation_h == 1 &&
+         g.dilation_w == 1;
 }
 
 template <class T>
-void max_pool_2x2_stride_2(T* out, int64_t* where, const T* pixels, int64_t in_w, int64_t out_h,
-                           int64_t out_w) {
-  for (int64_t oh = 0; oh < out_h; ++oh) {
+void max_pool_2x2(T* out, int64_t* where, const T* pixels, const Pool2dGeometry& g) {
+  const int64_t in_w = g.in_w, out_w = g.out_w;
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
     for (int64_t ow = 0; ow < out_w; ++ow) {
-      const int64_t corner = 2 * oh * in_w + 2 * ow;
+      const int64_t corner = oh * g.stride_h * in_w + ow * g.stride_w;
       T best = pixels[corner];
       int64_t best_pixel = corner;
       for (const int64_t pixel : {corner + 1, corner + in_w, corner + in_w + 1}) {
@@ -124,10 +125,9 @@ void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
   const T* in = input.data_ptr<T>();
   T* out = values.data_ptr<T>();
   int64_t* where = indices.data_ptr<int64_t>();
-  if (is_2x2_stride_2(g)) {
+  if (is_2x2_unpadded(g)) {
     for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
-      max_pool_2x2_stride_2(out + p * out_plane, where + p * out_plane, in + p * in_plane, geo.in_w,
-                            geo.out_h, geo.out_w);
+      max_pool_2x2(out + p * out_plane, where + p * out_plane, in + p * in_plane, geo);
     });
     return;
   }

@@ -1,6 +1,8 @@
 // The differential fuzzer's driver (tests/fuzz/README.md):
-//   differential_fuzzer [--seed N] [--programs N] [--seconds S]
+//   differential_fuzzer [--seed N] [--programs N] [--seconds S] [--show-unsupported TEXT]
 // Program k of a run uses seed N + k, so `--seed N+k --programs 1` replays it.
+// --show-unsupported prints the seed and program of each unsupported case (a clear
+// error of the transform where the reference ran) whose message contains TEXT.
 // Every failure prints the check, the seed, the error and a shrunk C++ reproducer;
 // the exit status is 1 when any check failed.
 #include <chrono>
@@ -49,6 +51,7 @@ int main_impl(int argc, char** argv) {
   uint64_t seed = 1;
   long programs = 200;
   double seconds = 0;
+  std::string show_unsupported;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--seed"))
       seed = std::strtoull(argv[i + 1], nullptr, 10);
@@ -56,12 +59,15 @@ int main_impl(int argc, char** argv) {
       programs = std::strtol(argv[i + 1], nullptr, 10);
     else if (!std::strcmp(argv[i], "--seconds"))
       seconds = std::strtod(argv[i + 1], nullptr);
+    else if (!std::strcmp(argv[i], "--show-unsupported"))
+      show_unsupported = argv[i + 1];
   }
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   std::map<std::string, long> runs;
+  std::map<std::string, double> check_seconds;  // time spent in each check, shrinking excluded
   std::map<std::string, long> unsupported;  // clear errors of a transform, by message start
   std::map<std::string, long> both_raised;  // checks that compared two errors, by message start
   std::set<OpKind> ops_seen;
@@ -78,7 +84,9 @@ int main_impl(int argc, char** argv) {
       std::mt19937_64 check_rng(check_seed);
       ++runs[check.name];
       const long raised = fuzz::both_raised().count;
+      const double check_start = elapsed();
       const std::string failure = check.run(p, check_rng);
+      check_seconds[check.name] += elapsed() - check_start;
       if (fuzz::both_raised().count != raised) {
         ++both_raised[fuzz::both_raised().last.substr(0, fuzz::both_raised().last.find(" ("))
                           .substr(0, 120)];
@@ -90,6 +98,10 @@ int main_impl(int argc, char** argv) {
         std::string error = failure.substr(failure.find(": ", std::strlen(kUnsupported)) + 2);
         error = error.substr(0, error.find(" ("));
         ++unsupported[std::string(check.name) + ": " + error.substr(0, 120)];
+        if (!show_unsupported.empty() && failure.find(show_unsupported) != std::string::npos) {
+          std::cout << "unsupported " << check.name << " (program seed " << program_seed
+                    << ")\n  " << failure << "\nprogram:\n" << to_cpp(p) << "\n";
+        }
         continue;
       }
       ++failures;
@@ -102,7 +114,9 @@ int main_impl(int argc, char** argv) {
   const double secs = elapsed();
   std::cout << done << " programs, " << failures << " failures, " << secs << " s ("
             << (secs > 0 ? done / secs : 0) << " programs/s)\n";
-  for (const auto& [name, n] : runs) std::cout << "  " << n << " x " << name << "\n";
+  for (const auto& [name, n] : runs) {
+    std::cout << "  " << n << " x " << name << " (" << check_seconds[name] << " s)\n";
+  }
   for (const auto& [message, n] : unsupported) {
     std::cout << "  unsupported (a clear error, not a failure), " << n << " x " << message << "\n";
   }

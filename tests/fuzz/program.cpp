@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <iterator>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 namespace strata::fuzz {
 
 const char* name(OpKind kind) {
   static const char* const names[kNumOpKinds] = {
       "exp(tanh)", "sin", "square",   "sigmoid",   "add",  "sub",
-      "mul",       "div", "mul(sum)", "mul(mean)", "add_", "mul_ through a view", "sum(0, keepdim)"};
+      "mul",       "div", "mul(sum)", "mul(mean)", "add_", "mul_ through a view", "sum(0, keepdim)",
+      "cond",      "while_loop", "scan"};
   return names[static_cast<int>(kind)];
 }
 
@@ -34,7 +37,8 @@ Shape result_shape(const Instruction& in, const Shape& a, const Shape& b) {
     case OpKind::Add:
     case OpKind::Sub:
     case OpKind::Mul:
-    case OpKind::DivSafe: return broadcast(a, b);
+    case OpKind::DivSafe:
+    case OpKind::Cond: return broadcast(a, b);
     case OpKind::SumKeep: {
       Shape out = a;
       if (!out.empty()) out[0] = 1;
@@ -112,10 +116,41 @@ Program random_program(std::mt19937_64& rng) {
     Instruction in{kind, static_cast<int>(rng() % n), static_cast<int>(rng() % n)};
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) std::swap(in.a, in.b);
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) in.kind = OpKind::Mul;
+    if (in.kind == OpKind::Scan && registers[in.a].empty()) in.kind = OpKind::Sin;
     registers.push_back(result_shape(in, registers[in.a], registers[in.b]));
     p.code.push_back(in);
   }
   return p;
+}
+
+Tensor cond_op(const Tensor& a, const Tensor& b) {
+  return cond(
+      a.sum() > 0.0, [](const Tensor& u, const Tensor& v) { return u * v; },
+      [](const Tensor& u, const Tensor& v) { return u - v.sin(); }, a, b);
+}
+
+Tensor while_loop_op(const Tensor& a, const Tensor& b) {
+  // The carry: steps taken, the value, b. One step, and a second one where the
+  // value sums above 0 (per sample under vmap).
+  using Carry = std::tuple<Tensor, Tensor, Tensor>;
+  const Carry last = while_loop(
+      [](const Carry& c) {
+        const Tensor& steps = std::get<0>(c);
+        return (steps < 1.0) || ((steps < 2.0) && (std::get<1>(c).sum() > 0.0));
+      },
+      [](const Carry& c) {
+        const Tensor& v = std::get<2>(c);
+        return Carry{std::get<0>(c) + 1.0, std::get<1>(c).sin() * 0.9 + v.sum() * 0.1, v};
+      },
+      Carry{zeros({}, a.dtype()), a, b});
+  return std::get<1>(last);
+}
+
+Tensor scan_op(const Tensor& a) {
+  auto [last, ys] = scan(
+      [](const Tensor& c, const Tensor& x) { return std::pair{c * 0.5 + x.sin(), c * x}; },
+      a.sum({0}) * 0.5, a);
+  return ys + last;
 }
 
 int64_t num_elements(const std::vector<int64_t>& shape) {
@@ -158,6 +193,9 @@ Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
         break;
       }
       case OpKind::SumKeep: r.push_back(a.dim() == 0 ? a : a.sum({0}, /*keepdim=*/true)); break;
+      case OpKind::Cond: r.push_back(cond_op(a, b)); break;
+      case OpKind::WhileLoop: r.push_back(while_loop_op(a, b)); break;
+      case OpKind::Scan: r.push_back(scan_op(a)); break;
     }
   }
   return r.back();
@@ -165,6 +203,10 @@ Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
 
 std::string to_cpp(const Program& p) {
   std::ostringstream out;
+  const bool control_flow = std::any_of(p.code.begin(), p.code.end(), [](const Instruction& in) {
+    return in.kind == OpKind::Cond || in.kind == OpKind::WhileLoop || in.kind == OpKind::Scan;
+  });
+  if (control_flow) out << "// cond_op, while_loop_op, scan_op: copy them from tests/fuzz/program.cpp\n";
   out << "// inputs x of shape " << shape_string(p.shape) << ", y of shape "
       << shape_string(p.y_shape) << "\n";
   out << "auto f = [](const Tensor& x, const Tensor& y) {\n";
@@ -204,6 +246,9 @@ std::string to_cpp(const Program& p) {
       case OpKind::SumKeep:
         out << "r.push_back(" << a << ".dim() == 0 ? " << a << " : " << a << ".sum({0}, true));";
         break;
+      case OpKind::Cond: out << "r.push_back(cond_op(" << a << ", " << b << "));"; break;
+      case OpKind::WhileLoop: out << "r.push_back(while_loop_op(" << a << ", " << b << "));"; break;
+      case OpKind::Scan: out << "r.push_back(scan_op(" << a << "));"; break;
     }
     out << "\n";
   }

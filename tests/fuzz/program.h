@@ -29,8 +29,12 @@ enum class OpKind : uint8_t {
   AddInPlace,      // r = a.clone(); r.add_(b)
   MulThroughView,  // r = a.clone(); r.reshape(-1).mul_(b.reshape(-1)): a write through a view
   SumKeep,         // a.sum(0, keepdim): a size-1 dim that later ops broadcast
+  // Control flow (floating programs only):
+  Cond,       // cond(a.sum() > 0, a * b, a - sin(b))
+  WhileLoop,  // a carried through sin(v) * 0.9 + 0.1 * b.sum(), 1 or 2 times (v.sum() > 0)
+  Scan,       // a scan over a's dim 0 (a not 0-dim): carry c * 0.5 + sin(x), ys c * x; ys + last
 };
-inline constexpr int kNumOpKinds = 13;
+inline constexpr int kNumOpKinds = 16;
 
 struct Instruction {
   OpKind kind;
@@ -57,6 +61,11 @@ std::vector<int64_t> output_shape(const Program& p);
 Tensor run(const Program& p, const Tensor& x, const Tensor& y);
 // The program as C++ a regression test can paste.
 std::string to_cpp(const Program& p);
+// The control-flow instructions (OpKind::Cond, WhileLoop, Scan); a reproducer
+// that uses one copies it from program.cpp.
+Tensor cond_op(const Tensor& a, const Tensor& b);
+Tensor while_loop_op(const Tensor& a, const Tensor& b);
+Tensor scan_op(const Tensor& a);
 // Program names for the report: "exp", "add_", ...
 const char* name(OpKind kind);
 

@@ -266,6 +266,7 @@ const std::vector<PoolCase>& pool_cases() {
       {"128 planes, parallel", {8, 16, 32, 32}, {3}, {2}, {1}, {1}},
       // Odd sizes leave a row and a column outside every 2 x 2 window.
       {"kernel 2 stride 2 on odd sizes, parallel", {4, 32, 13, 11}, {2}, {2}, {0}, {1}},
+      {"kernel 2 stride (1, 2), overlapping rows", {2, 3, 7, 8}, {2}, {1, 2}, {0}, {1}},
   };
   return cases;
 }

@@ -3,17 +3,14 @@
 // entry (entries_shape.cpp: the same samples, reference and flags) with the op
 // called by name, boxed; it keeps the view's expected failures but those of
 // functionalize, which are about writes through the view. as_strided_scatter's
-// reference finds each self element's memory location from self's strides and
-// puts src's value where the region's element lands.
+// is a scatter entry (scatter_entry.h) whose positions come from the region's
+// memory locations.
 #include <map>
-#include <sstream>
 #include <tuple>
 
 #include "dispatcher/dispatcher.h"
-#include "tests/op_table/op_info.h"
 #include "tests/op_table/reference.h"
-#include "tests/op_table/samples.h"
-#include "tests/op_table/shape_reference.h"
+#include "tests/op_table/scatter_entry.h"
 
 namespace strata::testing {
 namespace {
@@ -70,67 +67,6 @@ OpInfo view_copy_unviewable_entry() {
   return info;
 }
 
-// Memory location of each element of a strided layout, row-major.
-Ints locations(const Ints& sizes, const Ints& strides, int64_t offset) {
-  Ints out;
-  for_each_index(sizes, [&](const Index& i) {
-    int64_t at = offset;
-    for (size_t d = 0; d < sizes.size(); ++d) at += i[d] * strides[d];
-    out.push_back(at);
-  });
-  return out;
-}
-
-Tensor as_strided_scatter_reference(const Tensor& self, const Tensor& src, const Stack& a) {
-  const Ints size = int_list_arg(a, 0);
-  const Ints stride = int_list_arg(a, 1);
-  const int64_t offset = optional_int_arg(a, 2).value_or(self.storage_offset());
-  HostArray out = HostArray::of(self);
-  const HostArray values = HostArray::of(src);
-  const Ints own = locations(self.sizes().vec(), self.strides().vec(), self.storage_offset());
-  const Ints region = locations(size, stride, offset);
-  std::map<int64_t, size_t> element_at;
-  for (size_t j = 0; j < own.size(); ++j) element_at[own[j]] = j;
-  for (size_t k = 0; k < region.size(); ++k) {
-    auto it = element_at.find(region[k]);
-    if (it != element_at.end()) out.values[it->second] = values.values[k];
-  }
-  return from_values(out.values, out.sizes, self.dtype());
-}
-
-struct ScatterCase {
-  Ints self_sizes, src_sizes;
-  Stack args;
-};
-
-OpInfo as_strided_scatter_entry(std::string name, std::vector<ScatterCase> cases) {
-  OpInfo info;
-  info.name = std::move(name);
-  info.dtypes = all_dtypes();
-  info.samples = [cases = std::move(cases)](ScalarType dtype) {
-    std::vector<Sample> samples;
-    for (const ScatterCase& c : cases) {
-      std::ostringstream what;
-      what << "self " << shape_string(c.self_sizes) << " src " << shape_string(c.src_sizes)
-           << " args";
-      for (const IValue& arg : c.args) what << ' ' << arg;
-      samples.push_back({what.str(),
-                         {make_tensor(c.self_sizes, dtype),
-                          make_tensor(c.src_sizes, dtype, -2.0, 2.0, 7)},
-                         c.args});
-    }
-    return samples;
-  };
-  info.op = [](const std::vector<Tensor>& in, const Stack& a) {
-    return std::vector<Tensor>{as_strided_scatter(in[0], in[1], int_list_arg(a, 0),
-                                                  int_list_arg(a, 1), optional_int_arg(a, 2))};
-  };
-  info.reference = [](const std::vector<Tensor>& in, const Stack& a) {
-    return std::vector<Tensor>{as_strided_scatter_reference(in[0], in[1], a)};
-  };
-  return info;
-}
-
 Stack args_of(std::initializer_list<IValue> values) { return Stack(values); }
 
 }  // namespace
@@ -166,13 +102,28 @@ STRATA_OP_INFOS(shape_copies) {
     }
   }
   infos.push_back(view_copy_unviewable_entry());
-  infos.push_back(as_strided_scatter_entry(
+  // The samples' self is contiguous from storage offset 0, so the element at
+  // memory location m is self's row-major element m.
+  infos.push_back(scatter_entry(
       "as_strided_scatter",
-      {{{12}, {4, 3}, args_of({Ints{4, 3}, Ints{1, 4}, std::nullopt})},
-       {{3, 4}, {3}, args_of({Ints{3}, Ints{5}, std::nullopt})},
-       {{3, 4}, {2, 2}, args_of({Ints{2, 2}, Ints{1, 4}, std::nullopt})},
-       {{}, {}, args_of({Ints{}, Ints{}, std::nullopt})},
-       {{2, 3}, {0, 2}, args_of({Ints{0, 2}, Ints{1, 1}, std::nullopt})}}));
+      {{{12}, Layout::Contiguous, {4, 3}, args_of({Ints{4, 3}, Ints{1, 4}, std::nullopt})},
+       {{3, 4}, Layout::Contiguous, {3}, args_of({Ints{3}, Ints{5}, std::nullopt})},
+       {{3, 4}, Layout::Contiguous, {2, 2}, args_of({Ints{2, 2}, Ints{1, 4}, std::nullopt})},
+       {{}, Layout::Contiguous, {}, args_of({Ints{}, Ints{}, std::nullopt})},
+       {{2, 3}, Layout::Contiguous, {0, 2}, args_of({Ints{0, 2}, Ints{1, 1}, std::nullopt})}},
+      [](const Tensor& self, const Tensor& src, const Stack& a) {
+        return as_strided_scatter(self, src, int_list_arg(a, 0), int_list_arg(a, 1),
+                                  optional_int_arg(a, 2));
+      },
+      [](const Stack& a, const Ints& self_sizes) -> Position {
+        const Ints sizes = int_list_arg(a, 0), strides = int_list_arg(a, 1);
+        const int64_t offset = optional_int_arg(a, 2).value_or(0);
+        return [=](const Index& r) {
+          int64_t location = offset;
+          for (size_t d = 0; d < sizes.size(); ++d) location += r[d] * strides[d];
+          return unravel(location, self_sizes);
+        };
+      }));
   return infos;
 }
 

@@ -1,71 +1,14 @@
-// Op-table entries: select_scatter, slice_scatter and diagonal_scatter. Each
-// reference copies self's row-major values and puts src's value at each position
-// of the region, computed by index arithmetic (shape_reference.h).
+// Op-table entries: select_scatter, slice_scatter and diagonal_scatter
+// (scatter_entry.h: each reference puts src's values at positions computed by
+// index arithmetic).
 #include <algorithm>
-#include <sstream>
 
-#include "tests/op_table/op_info.h"
-#include "tests/op_table/reference.h"
-#include "tests/op_table/samples.h"
-#include "tests/op_table/shape_reference.h"
+#include "tests/op_table/scatter_entry.h"
 
 namespace strata::testing {
 namespace {
 
 using Ints = std::vector<int64_t>;
-using Position = std::function<Index(const Index&)>;
-
-// One sample: self of the given shape and layout, src of the region's shape.
-struct ScatterCase {
-  Ints self_sizes;
-  Layout layout;
-  Ints src_sizes;
-  Stack args;
-};
-
-Tensor scatter_reference(const Tensor& self, const Tensor& src, const Position& position) {
-  HostArray out = HostArray::of(self);
-  const HostArray values = HostArray::of(src);
-  for_each_index(values.sizes, [&](const Index& r) {
-    out.values[static_cast<size_t>(ravel(position(r), out.sizes))] =
-        values.values[static_cast<size_t>(ravel(r, values.sizes))];
-  });
-  return from_values(out.values, out.sizes, self.dtype());
-}
-
-using ScatterFn = std::function<Tensor(const Tensor&, const Tensor&, const Stack&)>;
-// Where element r of src goes in self, for a sample's arguments and self's sizes.
-using PositionFn = std::function<Position(const Stack&, const Ints&)>;
-
-OpInfo scatter_entry(std::string name, std::vector<ScatterCase> cases, ScatterFn op,
-                     PositionFn position) {
-  OpInfo info;
-  info.name = std::move(name);
-  info.dtypes = all_dtypes();
-  info.samples = [cases = std::move(cases)](ScalarType dtype) {
-    std::vector<Sample> samples;
-    for (const ScatterCase& c : cases) {
-      std::ostringstream what;
-      what << ShapeCase{c.self_sizes, c.layout}.description() << " src "
-           << shape_string(c.src_sizes) << " args";
-      for (const IValue& arg : c.args) what << ' ' << arg;
-      samples.push_back({what.str(),
-                         {make_tensor(c.self_sizes, dtype, c.layout),
-                          make_tensor(c.src_sizes, dtype, -2.0, 2.0, 7)},
-                         c.args});
-    }
-    return samples;
-  };
-  info.op = [op](const std::vector<Tensor>& in, const Stack& args) {
-    return std::vector<Tensor>{op(in[0], in[1], args)};
-  };
-  info.reference = [position](const std::vector<Tensor>& in, const Stack& args) {
-    return std::vector<Tensor>{
-        scatter_reference(in[0], in[1], position(args, in[0].sizes().vec()))};
-  };
-  return info;
-}
-
 Stack args_of(std::initializer_list<IValue> values) { return Stack(values); }
 using L = Layout;
 

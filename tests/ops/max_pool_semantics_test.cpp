@@ -28,8 +28,9 @@ struct Pooled {
   std::vector<int64_t> indices;
 };
 
-Pooled pool(const st::Tensor& input, std::vector<int64_t> stride) {
-  auto [values, indices] = st::nn::max_pool2d_with_indices(input, {2, 2}, stride);
+Pooled pool(const st::Tensor& input, std::vector<int64_t> stride,
+            std::vector<int64_t> padding = {0}) {
+  auto [values, indices] = st::nn::max_pool2d_with_indices(input, {2, 2}, stride, padding);
   return {values.to_vector<float>(), indices.to_vector<int64_t>()};
 }
 
@@ -42,18 +43,23 @@ void expect_first_tie_and_nan(const Pooled& got, size_t tie, size_t nan) {
   EXPECT_EQ(got.indices[nan], 6);
 }
 
-// 2 x 2 windows at stride 2: the loop of their own.
-TEST(MaxPoolSemantics, TwoByTwoAtStrideTwoKeepsTheFirstTieAndTakesNaN) {
+// Unpadded 2 x 2 windows: the loop of their own, at stride 2 and at stride 1
+// (whose windows 0 and 2 are stride 2's windows 0 and 1).
+TEST(MaxPoolSemantics, TwoByTwoKeepsTheFirstTieAndTakesNaN) {
   const Pooled got = pool(plane(), {2, 2});
   ASSERT_EQ(got.values.size(), 2u);
   expect_first_tie_and_nan(got, 0, 1);
+  const Pooled overlapping = pool(plane(), {1, 1});
+  ASSERT_EQ(overlapping.values.size(), 3u);
+  expect_first_tie_and_nan(overlapping, 0, 2);
 }
 
-// Stride 1 takes the general loop; its windows 0 and 2 are the ones above.
+// Padding takes the general loop: on the [3, 5] outputs of stride 1 and padding
+// 1, windows (1, 1) and (1, 3) cover the same pixels as stride 2's two windows.
 TEST(MaxPoolSemantics, GeneralLoopMakesTheSameChoices) {
-  const Pooled got = pool(plane(), {1, 1});
-  ASSERT_EQ(got.values.size(), 3u);
-  expect_first_tie_and_nan(got, 0, 2);
+  const Pooled got = pool(plane(), {1, 1}, {1, 1});
+  ASSERT_EQ(got.values.size(), 15u);
+  expect_first_tie_and_nan(got, 6, 8);
 }
 
 }  // namespace

@@ -129,6 +129,33 @@ TEST(RandomOps, RandnIsBoxMuller) {
   }
 }
 
+// Float32 normals come from arrays of uniforms through vectorised log, sqrt and cos:
+// each must still be Box–Muller of its own counter's words (to a few float ulps,
+// computed here in double), and a run drawn from an offset that starts mid-block
+// and mid-array must repeat the full draw's elements bit for bit.
+TEST(RandomOps, RandnFloatIsBoxMullerOfItsOwnCounter) {
+  const uint64_t seed = 11;
+  const int64_t n = 1000;
+  st::Generator gen(seed);
+  const std::vector<float> values = st::randn({n}, gen, st::kFloat32).to_vector<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const Block w = plain_words(seed, static_cast<uint64_t>(i));
+    const double u1 = 1.0 - std::ldexp(static_cast<double>(w[0] >> 8), -24);
+    const double u2 = std::ldexp(static_cast<double>(w[1] >> 8), -24);
+    const double expected = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    EXPECT_NEAR(values[static_cast<size_t>(i)], expected, 2e-6 * (1 + std::abs(expected)))
+        << "element " << i;
+  }
+  for (uint64_t offset : {3u, 255u, 257u}) {
+    st::Generator later(seed);
+    later.set_offset(offset);
+    const std::vector<float> slice = st::randn({300}, later, st::kFloat32).to_vector<float>();
+    EXPECT_EQ(slice, std::vector<float>(values.begin() + static_cast<int64_t>(offset),
+                                        values.begin() + static_cast<int64_t>(offset) + 300))
+        << "offset " << offset;
+  }
+}
+
 TEST(RandomOps, ResultsDependOnlyOnSeedAndOffset) {
   st::Generator a(5), b(5), c(6);
   const std::vector<double> va = st::randn({100}, a).to_vector<double>();

@@ -59,6 +59,40 @@ TEST(Trace, CommonSignaturesReplayAsTypedCalls) {
   expect_replays(g, {f(a, b)}, g(a, b));
 }
 
+// The recorder takes typed calls unboxed (Note [Typed mode calls]); under a mode
+// that takes boxed calls only, every call reaches it boxed. Both must record the
+// same graph: tensors, optional and list arguments, scalars, generators, in-place
+// ops and several or list results.
+TEST(Trace, TypedAndBoxedCallsRecordTheSameGraph) {
+  const auto f = [](const Tensor& w, const Tensor& x, const Tensor& b) {
+    const Tensor h = nn::linear(x, w, b).tanh() + nn::linear(x, w);
+    const auto [values, indices] = h.max(1, false);
+    const Tensor t = add(h, values.unsqueeze(1), 0.5);
+    t.mul_(h);
+    const std::vector<Tensor> parts = cat({t, h}, 0).split(2, 0);
+    Generator gen(11);
+    return std::vector<Tensor>{parts[1] + randn({2, 3}, gen), indices};
+  };
+  const Tensor w = tensor({0.5, -1.0, 2.0, 0.25, 1.5, -0.5}, {3, 2});
+  const Tensor x = tensor({1.0, 2.0, -1.0, 0.5}, {2, 2});
+  const Tensor b = tensor({0.1, 0.2, 0.3}, {3});
+  const Graph typed = trace(f)(w, x, b);
+  std::string boxed_text;
+  {
+    const DispatchModeGuard boxed_only(std::make_shared<DispatchMode>());
+    boxed_text = trace(f)(w, x, b).to_string();
+  }
+  EXPECT_EQ(typed.to_string(), boxed_text);
+  EXPECT_TRUE(has_op(typed, "strata::mul_.Tensor")) << typed.to_string();
+  expect_replays(typed, f(w, x, b), typed(w, x, b));
+  const auto per_sample = vmap(grad(mlp_loss), {.in_dims = {none, 0, 0}});
+  const Tensor y = tensor({0.5, -0.5}, {2, 1});
+  const Tensor w1 = tensor({0.5, -1.0}, {1, 2});
+  const std::string typed_vmap_grad = trace(per_sample)(w1, x, y).to_string();
+  const DispatchModeGuard boxed_only(std::make_shared<DispatchMode>());
+  EXPECT_EQ(trace(per_sample)(w1, x, y).to_string(), typed_vmap_grad);
+}
+
 TEST(Trace, TensorListArgumentsReplayBoxed) {
   const auto f = [](const Tensor& a, const Tensor& b) { return cat({a.exp(), b}, 0); };
   const Tensor x = tensor({0.5, -1.0}, {2});

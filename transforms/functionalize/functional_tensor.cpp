@@ -68,7 +68,7 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
     : FunctionalTensorWrapper(value, level, std::make_shared<FunctionalBase>(), {}, false) {
   base_->serial = epoch.load(std::memory_order_relaxed);
   base_->overlapping = may_share_elements(value);
-  base_->storage = value.impl()->underlying_storage();
+  base_->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
   base_->value = std::move(value);
 }
 
@@ -102,13 +102,14 @@ FunctionalTensorWrapper::~FunctionalTensorWrapper() {
 
 // The root's value is held by the base and by the root wrapper (when synced);
 // each view wrapper's value is a tensor of its own over the same memory, held
-// by that wrapper alone. Any other holder raises a count past these.
+// by that wrapper alone; the memory is also held by `storage` while it is the
+// first value's. Any other holder raises a count past these.
 bool FunctionalBase::held_only_by_family() const {
   const TensorImpl* root = value.impl();
   if (!root->has_storage()) return false;
   const StorageImpl* memory = root->storage().get();
   uint32_t root_holders = 1;
-  uint32_t memory_holders = 1;
+  uint32_t memory_holders = storage.get() == memory ? 2 : 1;
   for (const FunctionalTensorWrapper* w = members; w != nullptr; w = w->next_member()) {
     const TensorImpl* v = w->value().impl();
     if (v == nullptr) continue;

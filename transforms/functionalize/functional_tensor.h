@@ -43,7 +43,11 @@ struct FunctionalBase {
   // The memory the root and its views stand for, to the layers above: the
   // storage under the root's first value. It stays the same across writes, so
   // a layer above that compares memory before and after a call sees one tensor.
-  const StorageImpl* storage = nullptr;
+  // Held: a write replaces `value`, which may free the first value, and a layer
+  // above still reads this storage's version and compares it by address (a
+  // freed one read freed memory, and a new storage at its address looked like
+  // this one).
+  Storage storage;
   // The root's elements share memory (an expanded input): it has no value that a
   // write could give it elementwise.
   bool overlapping = false;
@@ -138,7 +142,7 @@ class FunctionalTensorWrapper final : public TensorImpl {
   const TensorImpl* value_source() const override {
     return is_stale() ? this : value_.impl()->value_source();
   }
-  const StorageImpl* underlying_storage() const override { return base_->storage; }
+  const StorageImpl* underlying_storage() const override { return base_->storage.get(); }
   // As a storage's version: bumped by every write to the root or a view of it,
   // so a grad level above sees that a tensor it saved was written.
   uint32_t storageless_version() const override {
