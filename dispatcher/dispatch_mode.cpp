@@ -56,6 +56,21 @@ class VisibleModesGuard {
   size_t saved_;
 };
 
+// Runs f as mode i's turn at a call: the frame says which mode and keys it is
+// (for its pass-on), and only the modes below it are visible meanwhile.
+template <class F>
+void in_mode_frame(ModeState& state, size_t i, DispatchKeySet keys, F&& f) {
+  const ModeFrame frame{i, keys};
+  struct RestoreFrame {
+    ModeState& state;
+    const ModeFrame* saved;
+    ~RestoreFrame() { state.frame = saved; }
+  } restore{state, state.frame};
+  state.frame = &frame;
+  VisibleModesGuard hide(state, i);
+  f();
+}
+
 // Hands the call to the highest mode below `index`, or to the kernels.
 void pass_on(size_t index, const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
   ModeState& state = mode_state();
@@ -66,15 +81,7 @@ void pass_on(size_t index, const OperatorHandle& op, DispatchKeySet keys, Stack&
   }
   const size_t i = index - 1;
   std::shared_ptr<DispatchMode> mode = state.modes[i];  // alive even if popped meanwhile
-  const ModeFrame frame{i, keys};
-  struct RestoreFrame {
-    ModeState& state;
-    const ModeFrame* saved;
-    ~RestoreFrame() { state.frame = saved; }
-  } restore{state, state.frame};
-  state.frame = &frame;
-  VisibleModesGuard hide(state, i);
-  mode->dispatch(op, stack);
+  in_mode_frame(state, i, keys, [&] { mode->dispatch(op, stack); });
 }
 
 // pass_on() for a typed call (Note [Typed mode calls]).
@@ -89,15 +96,7 @@ void pass_on_typed(size_t index, const OperatorHandle& op, DispatchKeySet keys, 
   // Not a shared_ptr copy (two atomic updates a call): the scoped guard that
   // pushed the mode lives on a frame enclosing this call, so the mode outlives it.
   DispatchMode* mode = state.modes[i].get();
-  const ModeFrame frame{i, keys};
-  struct RestoreFrame {
-    ModeState& state;
-    const ModeFrame* saved;
-    ~RestoreFrame() { state.frame = saved; }
-  } restore{state, state.frame};
-  state.frame = &frame;
-  VisibleModesGuard hide(state, i);
-  mode->dispatch_typed(op, call);
+  in_mode_frame(state, i, keys, [&] { mode->dispatch_typed(op, call); });
 }
 
 void mode_typed(const OperatorHandle& op, DispatchKeySet keys, TypedCall& call) {
