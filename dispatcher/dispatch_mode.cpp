@@ -137,15 +137,20 @@ STRATA_LIBRARY_IMPL(_, Mode, m) {
                                                           {&mode_enter, &mode_leave, &mode_typed}));
 }
 
+// The call this thread's mode is handling, copied: pass_on replaces the frame.
+ModeFrame current_frame(const char* caller, const char* handler) {
+  const ModeFrame* current = mode_state().frame;
+  STRATA_CHECK(current != nullptr, "DispatchMode", caller, "() may only be called from ", handler,
+               "() while it handles a call");
+  return *current;
+}
+
 }  // namespace
 
 void DispatchMode::dispatch(const OperatorHandle& op, Stack& stack) { call_next(op, stack); }
 
 void DispatchMode::call_next(const OperatorHandle& op, Stack& stack) {
-  const ModeFrame* current = mode_state().frame;
-  STRATA_CHECK(current != nullptr, "DispatchMode",
-               "call_next() may only be called from dispatch() while it handles a call");
-  const ModeFrame frame = *current;
+  const ModeFrame frame = current_frame("call_next", "dispatch");
   pass_on(frame.index, op, frame.keys, stack);
 }
 
@@ -154,10 +159,7 @@ void DispatchMode::dispatch_typed(const OperatorHandle& op, TypedCall& call) {
 }
 
 void DispatchMode::call_next_typed(const OperatorHandle& op, TypedCall& call) {
-  const ModeFrame* current = mode_state().frame;
-  STRATA_CHECK(current != nullptr, "DispatchMode",
-               "call_next_typed() may only be called from dispatch_typed() while it handles a call");
-  const ModeFrame frame = *current;
+  const ModeFrame frame = current_frame("call_next_typed", "dispatch_typed");
   pass_on_typed(frame.index, op, frame.keys, call);
 }
 
