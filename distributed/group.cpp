@@ -18,6 +18,14 @@
 
 namespace strata::dist {
 
+void check_mpi(int rc, const char* tag, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  STRATA_FAIL(tag, call, " failed: ", std::string(text, static_cast<size_t>(length)));
+}
+
 namespace {
 
 // Note [A failing rank ends the job]
@@ -69,14 +77,6 @@ void finalize_at_exit() {
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
-}
-
-void check_mpi(int rc, const char* tag, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(rc, text, &length);
-  STRATA_FAIL(tag, call, " failed: ", std::string(text, static_cast<size_t>(length)));
 }
 
 Group init_world(int* argc, char*** argv) {

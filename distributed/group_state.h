@@ -47,4 +47,8 @@ struct GroupState {
   std::shared_ptr<NcclState> nccl;  // made by the first collective with CUDA leaves
 };
 
+// Throws strata::Error("[tag] <call> failed: <MPI's error string>") unless rc is
+// MPI_SUCCESS.
+void check_mpi(int rc, const char* tag, const char* call);
+
 }  // namespace strata::dist

@@ -61,10 +61,6 @@ void check_nccl(ncclResult_t rc, const char* tag, const char* call) {
   STRATA_FAIL(tag, call, " failed: ", nccl().error_string(rc));
 }
 
-void check_mpi(int rc, const char* tag, const char* call) {
-  STRATA_CHECK(rc == MPI_SUCCESS, tag, call, " failed while making the NCCL communicator");
-}
-
 ncclDataType_t nccl_type(ScalarType dtype) {
   switch (dtype) {
     case ScalarType::Float32: return ncclFloat32;
