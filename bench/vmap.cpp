@@ -9,7 +9,9 @@
 //                     einsum outer products, the peer's "einsum" reference)
 //   MlpWriteFloor/B/T the MLP rows' physical limit: zeroing, in memory reused call
 //                     after call, as many bytes as the per-sample gradients hold
-//   Cnn<Method>/B/T   the same for the MNIST-shaped CNN (VmapGrad, Loop)
+//   Cnn<Method>/B/T   the same for the MNIST-shaped CNN (VmapGrad, Loop), and
+//                     CnnBatchGrad/B/T, the floor per-sample gradients are held
+//                     against: grad of the batch's mean loss, one gradient per parameter
 //   GnCnnVmapGrad/B/T, TransformerVmapGrad/B/T  vmap(grad) of issue 26's GroupNorm
 //                     CNN and Transformer block classifier (examples/models.h)
 //   VmapAddChain/L    64 adds on a [4] sample under L nested vmaps (batch 2 each);
@@ -44,11 +46,11 @@ void count_peak_memory(benchmark::State& state, const std::function<void()>& f) 
 }
 
 template <class F>
-void run_per_sample(benchmark::State& state, F per_sample) {
+void run_gradients(benchmark::State& state, F gradients) {
   const bench::ThreadLimit threads(state.range(1));
-  count_peak_memory(state, [&] { per_sample(); });
+  count_peak_memory(state, [&] { gradients(); });
   for (auto _ : state) {
-    Params g = per_sample();
+    Params g = gradients();
     benchmark::DoNotOptimize(g.begin()->second.data_ptr());
   }
 }
@@ -63,12 +65,12 @@ struct MlpData {
 void MlpVmapGrad(benchmark::State& state) {
   const MlpData d(state.range(0));
   auto f = st::vmap(st::grad(models::mlp_sample_loss), {.in_dims = {st::none, 0, 0}});
-  run_per_sample(state, [&] { return f(d.params, d.x, d.y); });
+  run_gradients(state, [&] { return f(d.params, d.x, d.y); });
 }
 
 void MlpLoop(benchmark::State& state) {
   const MlpData d(state.range(0));
-  run_per_sample(
+  run_gradients(
       state, [&] { return models::per_sample_loop(models::mlp_sample_loss, d.params, d.x, d.y); });
 }
 
@@ -96,7 +98,7 @@ void MlpHandWritten(benchmark::State& state) {
       return;
     }
   }
-  run_per_sample(state, [&] { return mlp_hand_written(d.params, d.x, d.y); });
+  run_gradients(state, [&] { return mlp_hand_written(d.params, d.x, d.y); });
 }
 
 // At B = 32 the per-sample gradients are 13 MB, 12.8 of them w1's, which no cache
@@ -119,20 +121,30 @@ struct CnnData {
 void CnnVmapGrad(benchmark::State& state) {
   const CnnData d(state.range(0));
   auto f = st::vmap(st::grad(models::cnn_sample_loss), {.in_dims = {st::none, 0, 0}});
-  run_per_sample(state, [&] { return f(d.params, d.x, d.y); });
+  run_gradients(state, [&] { return f(d.params, d.x, d.y); });
 }
 
 void CnnLoop(benchmark::State& state) {
   const CnnData d(state.range(0));
-  run_per_sample(
+  run_gradients(
       state, [&] { return models::per_sample_loop(models::cnn_sample_loss, d.params, d.x, d.y); });
+}
+
+// The plain (not per-sample) batch gradient of the same CNN on the same data: the
+// ratio CnnVmapGrad / CnnBatchGrad is what per-sample gradients cost over it.
+void CnnBatchGrad(benchmark::State& state) {
+  const CnnData d(state.range(0));
+  auto f = st::grad([](const Params& p, const st::Tensor& x, const st::Tensor& y) {
+    return st::nn::cross_entropy(models::cnn(p, x), y);
+  });
+  run_gradients(state, [&] { return f(d.params, d.x, d.y); });
 }
 
 void GnCnnVmapGrad(benchmark::State& state) {
   const CnnData d(state.range(0));
   const Params params = models::gn_cnn_params();
   auto f = st::vmap(st::grad(models::gn_cnn_sample_loss), {.in_dims = {st::none, 0, 0}});
-  run_per_sample(state, [&] { return f(params, d.x, d.y); });
+  run_gradients(state, [&] { return f(params, d.x, d.y); });
 }
 
 // Tokens (i * 7 + 3 j) mod 100 for sample i, position j; labels i mod 5.
@@ -149,7 +161,7 @@ void TransformerVmapGrad(benchmark::State& state) {
   const st::Tensor tokens = st::tensor(token_values, {batch, models::kSeq});
   const st::Tensor labels = st::tensor(label_values);
   auto f = st::vmap(st::grad(models::transformer_sample_loss), {.in_dims = {st::none, 0, 0}});
-  run_per_sample(state, [&] { return f(params, tokens, labels); });
+  run_gradients(state, [&] { return f(params, tokens, labels); });
 }
 
 constexpr int kChain = 64;
@@ -198,6 +210,7 @@ BENCHMARK(MlpHandWritten)->ArgsProduct({{32, 256}, {1, 2}})->Unit(benchmark::kMi
 BENCHMARK(MlpWriteFloor)->ArgsProduct({{32, 256}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(MlpLoop)->ArgsProduct({{32, 256}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(CnnVmapGrad)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(CnnBatchGrad)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(CnnLoop)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(GnCnnVmapGrad)->ArgsProduct({{32}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(TransformerVmapGrad)->ArgsProduct({{32}, {1, 2}})->Unit(benchmark::kMillisecond);

@@ -98,47 +98,74 @@ void add_span(T* __restrict to, const T* __restrict from, int64_t count) {
   for (; i < count; ++i) to[i] += from[i];
 }
 
+// The output rows oh whose tap at offset `shift` lands in an image of `size` rows
+// (0 <= oh * stride + shift < size): [begin, end), within [0, out).
+struct InsideRange {
+  int64_t begin, end;
+};
+
+InsideRange inside_range(int64_t shift, int64_t stride, int64_t size, int64_t out) {
+  const int64_t begin = std::min(out, shift >= 0 ? 0 : ceil_div(-shift, stride));
+  const int64_t end = std::clamp(shift >= size ? 0 : ceil_div(size - shift, stride), begin, out);
+  return {begin, end};
+}
+
 // Moves values between one image-group [Cg, H, W] and its column matrix [K, P].
 // kToColumns copies pixels into the columns (0 where a tap falls in the padding);
 // otherwise each column entry is added back onto the pixel it came from (col2im).
+// A row of the columns is a few dozen values, so the per-row work is kept to the
+// copy itself: the rows and columns a tap sees inside the image are worked out once
+// per tap, not per row.
 template <bool kToColumns, class T>
 void transfer_columns(std::conditional_t<kToColumns, const T*, T*> image,
-                      std::conditional_t<kToColumns, T*, const T*> columns, const Conv2dGeometry& g,
-                      int64_t channels) {
-  const int64_t positions = g.out_h * g.out_w;
-  const int64_t sw = g.stride_w;
+                      std::conditional_t<kToColumns, T*, const T*> columns,
+                      const Conv2dGeometry& geometry, int64_t channels) {
+  // A local copy: the span copies are byte stores, which the compiler must otherwise
+  // assume change the geometry, reloading it for every output row.
+  const Conv2dGeometry g = geometry;
+  const int64_t out_w = g.out_w, sw = g.stride_w;
+  const int64_t positions = g.out_h * out_w;
+  const int64_t row_step = g.stride_h * g.in_w;  // between the pixel rows of consecutive oh
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+      const int64_t shift_h = kh * g.dilation_h - g.pad_h;
+      const InsideRange rows = inside_range(shift_h, g.stride_h, g.in_h, g.out_h);
       for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
         auto* row = columns + ((c * g.kernel_h + kh) * g.kernel_w + kw) * positions;
-        // The output columns ow whose tap lands in the image: 0 <= ow * sw + shift < W.
         const int64_t shift = kw * g.dilation_w - g.pad_w;
-        const int64_t ow_begin = std::min(g.out_w, shift >= 0 ? 0 : ceil_div(-shift, sw));
-        const int64_t ow_end =
-            std::clamp(shift >= g.in_w ? 0 : ceil_div(g.in_w - shift, sw), ow_begin, g.out_w);
-        for (int64_t oh = 0; oh < g.out_h; ++oh) {
-          auto* out_row = row + oh * g.out_w;
-          const int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dilation_h;
-          const bool inside = ih >= 0 && ih < g.in_h;
-          auto* pixels = image + (c * g.in_h + (inside ? ih : 0)) * g.in_w;
-          if constexpr (kToColumns) {
-            if (!inside) {
-              std::fill(out_row, out_row + g.out_w, T(0));
-              continue;
+        const InsideRange cols = inside_range(shift, sw, g.in_w, out_w);
+        const int64_t width = cols.end - cols.begin;
+        if (width == 0 || rows.begin == rows.end) {  // the tap sees only padding
+          if constexpr (kToColumns) std::fill(row, row + positions, T(0));
+          continue;
+        }
+        // The pixel under output (oh, cols.begin), from the first inside row on.
+        auto* pixels = image + (c * g.in_h + rows.begin * g.stride_h + shift_h) * g.in_w +
+                       cols.begin * sw + shift;
+        auto* out_row = row + rows.begin * out_w + cols.begin;
+        if constexpr (kToColumns) {
+          std::fill(row, row + rows.begin * out_w, T(0));
+          std::fill(row + rows.end * out_w, row + positions, T(0));
+          const bool edges = width < out_w;
+          for (int64_t oh = rows.begin; oh < rows.end;
+               ++oh, pixels += row_step, out_row += out_w) {
+            if (edges) {
+              std::fill(out_row - cols.begin, out_row, T(0));
+              std::fill(out_row + width, out_row - cols.begin + out_w, T(0));
             }
-            std::fill(out_row, out_row + ow_begin, T(0));
-            std::fill(out_row + ow_end, out_row + g.out_w, T(0));
             if (sw == 1) {
-              copy_span<T>(out_row + ow_begin, pixels + ow_begin + shift, ow_end - ow_begin);
+              copy_span<T>(out_row, pixels, width);
             } else {
-              for (int64_t ow = ow_begin; ow < ow_end; ++ow) out_row[ow] = pixels[ow * sw + shift];
+              for (int64_t i = 0; i < width; ++i) out_row[i] = pixels[i * sw];
             }
-          } else {
-            if (!inside) continue;
+          }
+        } else {
+          for (int64_t oh = rows.begin; oh < rows.end;
+               ++oh, pixels += row_step, out_row += out_w) {
             if (sw == 1) {
-              add_span<T>(pixels + ow_begin + shift, out_row + ow_begin, ow_end - ow_begin);
+              add_span<T>(pixels, out_row, width);
             } else {
-              for (int64_t ow = ow_begin; ow < ow_end; ++ow) pixels[ow * sw + shift] += out_row[ow];
+              for (int64_t i = 0; i < width; ++i) pixels[i * sw] += out_row[i];
             }
           }
         }
