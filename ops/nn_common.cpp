@@ -1,6 +1,7 @@
 #include "ops/nn_common.h"
 
 #include "ops/elementwise_kernels.h"
+#include "ops/ops.h"
 #include "tensor/error.h"
 #include "tensor/shape_inference.h"
 
@@ -91,6 +92,35 @@ int64_t numel(IntArrayRef sizes) {
 std::optional<Tensor> optional_tensor_arg(OpArgs args, size_t i) {
   if (args[i].is_none()) return std::nullopt;
   return args[i].to_tensor();
+}
+
+int64_t check_channels_input(const Tensor& input, const char* op) {
+  STRATA_CHECK(input.dim() >= 2, op, "expected an input [N, C, *] of rank at least 2, got shape ",
+               shape_string(input.sizes()));
+  STRATA_CHECK(is_floating_point(input.dtype()), op, "expected a floating-point input, got ",
+               input.dtype());
+  return input.size(1);
+}
+
+void check_per_channel(const std::optional<Tensor>& t, int64_t channels, const char* what,
+                       const Tensor& input, const char* op) {
+  if (!t) return;
+  STRATA_CHECK(t->dim() == 1 && t->size(0) == channels, op, what, " must have shape [", channels,
+               "] (one value per channel of the input of shape ", shape_string(input.sizes()),
+               "), got ", shape_string(t->sizes()));
+}
+
+DimVector channel_shape(int64_t channels, int64_t rank) {
+  DimVector shape(static_cast<size_t>(rank), 1);
+  shape[1] = channels;
+  return shape;
+}
+
+Tensor channel_affine(Tensor normalized, const std::optional<Tensor>& weight,
+                      const std::optional<Tensor>& bias, IntArrayRef shape) {
+  if (weight) normalized = normalized * weight->reshape(shape);
+  if (bias) normalized = normalized + bias->reshape(shape);
+  return normalized;
 }
 
 }  // namespace strata::nn_detail

@@ -40,4 +40,17 @@ int64_t numel(IntArrayRef sizes);
 // Boxed argument i of a `Tensor?` parameter.
 std::optional<Tensor> optional_tensor_arg(OpArgs args, size_t i);
 
+// The normalisations over channels (group_norm, batch_norm): checks an input
+// [N, C, *] of a floating dtype and returns C.
+int64_t check_channels_input(const Tensor& input, const char* op);
+// Throws unless a per-channel tensor (weight, bias, running statistic), if given,
+// has shape [channels]; `what` names it.
+void check_per_channel(const std::optional<Tensor>& t, int64_t channels, const char* what,
+                       const Tensor& input, const char* op);
+// [1, C, 1, ...]: a per-channel tensor broadcast against an input of `rank` dims.
+DimVector channel_shape(int64_t channels, int64_t rank);
+// normalized * weight + bias, each per channel (of shape `shape`) and optional.
+Tensor channel_affine(Tensor normalized, const std::optional<Tensor>& weight,
+                      const std::optional<Tensor>& bias, IntArrayRef shape);
+
 }  // namespace strata::nn_detail

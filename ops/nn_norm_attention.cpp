@@ -1,4 +1,4 @@
-// group_norm, batch_norm, scaled_dot_product_attention and conv1d as composite
+// batch_norm, scaled_dot_product_attention and conv1d as composite
 // rows: each is defined by a decomposition into ops that have every facet
 // (layer_norm, the reductions, matmul, softmax, conv2d), so its derivative in
 // both modes, its batching rule, shape and FLOPs are theirs (Note [One op, one
@@ -19,66 +19,17 @@
 namespace strata::nn {
 namespace {
 
+using nn_detail::channel_affine;
+using nn_detail::channel_shape;
+using nn_detail::check_channels_input;
+using nn_detail::check_per_channel;
 using OptionalTensor = std::optional<Tensor>;
-using GroupNormSig = Tensor(const Tensor&, int64_t, const OptionalTensor&, const OptionalTensor&,
-                            double);
 using BatchNormSig = Tensor(const Tensor&, const OptionalTensor&, const OptionalTensor&,
                             const OptionalTensor&, const OptionalTensor&, bool, double, double);
 using AttentionSig = Tensor(const Tensor&, const Tensor&, const Tensor&, const OptionalTensor&,
                             bool);
 using Conv1dSig = Tensor(const Tensor&, const Tensor&, const OptionalTensor&, IntArrayRef,
                          IntArrayRef, IntArrayRef, int64_t);
-
-// input [N, C, *] with a floating dtype; returns C.
-int64_t check_channels_input(const Tensor& input, const char* op) {
-  STRATA_CHECK(input.dim() >= 2, op, "expected an input [N, C, *] of rank at least 2, got shape ",
-               shape_string(input.sizes()));
-  STRATA_CHECK(is_floating_point(input.dtype()), op, "expected a floating-point input, got ",
-               input.dtype());
-  return input.size(1);
-}
-
-// A per-channel tensor (weight, bias, running statistic) must be [C].
-void check_per_channel(const OptionalTensor& t, int64_t channels, const char* what,
-                       const Tensor& input, const char* op) {
-  if (!t) return;
-  STRATA_CHECK(t->dim() == 1 && t->size(0) == channels, op, what, " must have shape [", channels,
-               "] (one value per channel of the input of shape ", shape_string(input.sizes()),
-               "), got ", shape_string(t->sizes()));
-}
-
-// [1, C, 1, ...]: a per-channel tensor broadcast against an input of `rank` dims.
-DimVector channel_shape(int64_t channels, int64_t rank) {
-  DimVector shape(static_cast<size_t>(rank), 1);
-  shape[1] = channels;
-  return shape;
-}
-
-Tensor affine(Tensor normalized, const OptionalTensor& weight, const OptionalTensor& bias,
-              IntArrayRef shape) {
-  if (weight) normalized = normalized * weight->reshape(shape);
-  if (bias) normalized = normalized + bias->reshape(shape);
-  return normalized;
-}
-
-// Each group of a sample is one row normalised by layer_norm: its channels'
-// values at every position, which lie next to each other.
-Tensor group_norm_composite(const Tensor& input, int64_t num_groups, const OptionalTensor& weight,
-                            const OptionalTensor& bias, double eps) {
-  const char* op = "strata::group_norm";
-  const int64_t channels = check_channels_input(input, op);
-  STRATA_CHECK(num_groups > 0 && channels % num_groups == 0, op, "num_groups (", num_groups,
-               ") must be positive and divide the number of channels (", channels,
-               ") of the input of shape ", shape_string(input.sizes()));
-  check_per_channel(weight, channels, "weight", input, op);
-  check_per_channel(bias, channels, "bias", input, op);
-  int64_t row = channels / num_groups;
-  for (int64_t d = 2; d < input.dim(); ++d) row *= input.size(d);
-  const Tensor rows = input.reshape({input.size(0), num_groups, row});
-  const Tensor normalized =
-      layer_norm(rows, {row}, std::nullopt, std::nullopt, eps).reshape(input.sizes());
-  return affine(normalized, weight, bias, channel_shape(channels, input.dim()));
-}
 
 Tensor batch_norm_composite(const Tensor& input, const OptionalTensor& running_mean,
                             const OptionalTensor& running_var, const OptionalTensor& weight,
@@ -98,7 +49,7 @@ Tensor batch_norm_composite(const Tensor& input, const OptionalTensor& running_m
                  "evaluation (training=false) normalises by the running statistics: "
                  "running_mean and running_var must be given");
     const Tensor scale = (running_var->reshape(shape) + eps).rsqrt();
-    return affine((input - running_mean->reshape(shape)) * scale, weight, bias, shape);
+    return channel_affine((input - running_mean->reshape(shape)) * scale, weight, bias, shape);
   }
   DimVector dims{0};
   for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
@@ -117,7 +68,7 @@ Tensor batch_norm_composite(const Tensor& input, const OptionalTensor& running_m
     running_var->copy_(*running_var * (1.0 - momentum) +
                        stop_gradient(var).reshape({channels}) * (momentum * unbiased));
   }
-  return affine(centered * (var + eps).rsqrt(), weight, bias, shape);
+  return channel_affine(centered * (var + eps).rsqrt(), weight, bias, shape);
 }
 
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, const OptionalTensor& mask,
@@ -194,9 +145,6 @@ Tensor conv1d_composite(const Tensor& input, const Tensor& weight, const Optiona
 }
 
 const OpFamily kNormAttentionOps("nn_norm_attention", {
-    {.schema = "group_norm(Tensor input, int num_groups, Tensor? weight=None, "
-               "Tensor? bias=None, float eps=1e-05) -> Tensor",
-     .decomposition = &group_norm_composite},
     {.schema = "batch_norm(Tensor input, Tensor(a!)? running_mean, Tensor(b!)? running_var, "
                "Tensor? weight=None, Tensor? bias=None, bool training=False, "
                "float momentum=0.1, float eps=1e-05) -> Tensor",
@@ -210,12 +158,6 @@ const OpFamily kNormAttentionOps("nn_norm_attention", {
 });
 
 }  // namespace
-
-Tensor group_norm(const Tensor& input, int64_t num_groups, const OptionalTensor& weight,
-                  const OptionalTensor& bias, double eps) {
-  return STRATA_OP("strata::group_norm", "", GroupNormSig)
-      .call(input, num_groups, weight, bias, eps);
-}
 
 Tensor batch_norm(const Tensor& input, const OptionalTensor& running_mean,
                   const OptionalTensor& running_var, const OptionalTensor& weight,

@@ -119,9 +119,8 @@ struct Statistics {
   Tensor r3;          // rstd^3
 };
 
-template <class Context>
-Statistics statistics(const Context& c, const Tensor& h) {
-  Statistics st{normalize(c.input(1), c.int_list_arg(2).size(), c.double_arg(4)), {}, {}, {}};
+Statistics statistics(const Tensor& h, const Tensor& input, size_t normalized_dims, double eps) {
+  Statistics st{normalize(input, normalized_dims, eps), {}, {}, {}};
   st.h_centered = h - st.n.mean_of(h);
   st.s = st.n.mean_of(h * st.n.centered);
   st.r3 = st.n.rstd.pow(3);
@@ -133,6 +132,35 @@ OptionalTensor weight_of(const Context& c) {
   return c.arg(3).is_none() ? std::nullopt : std::optional(c.input(3));
 }
 
+template <class Context>
+Tensor h_of(const Context& c) {
+  const OptionalTensor weight = weight_of(c);
+  return weight ? c.input(0) * *weight : c.input(0);
+}
+
+}  // namespace
+
+Tensor layer_norm_backward_input_vjp(const Tensor& u, const Tensor& h, const Tensor& input,
+                                     size_t normalized_dims, double eps) {
+  const Statistics st = statistics(h, input, normalized_dims, eps);
+  const Tensor p = st.n.mean_of(u * st.h_centered);
+  const Tensor q = st.n.mean_of(u * st.n.centered);
+  const Tensor along = st.n.rstd.square() * st.s * q * 3.0 - p;
+  return st.r3 * (st.n.centered * along - st.h_centered * q - (u - st.n.mean_of(u)) * st.s);
+}
+
+Tensor layer_norm_backward_input_jvp(const Tensor& t, const Tensor& h, const Tensor& input,
+                                     size_t normalized_dims, double eps) {
+  const Statistics st = statistics(h, input, normalized_dims, eps);
+  const Tensor dr = -st.r3 * st.n.mean_of(st.n.centered * t);
+  const Tensor ds = st.n.mean_of(st.h_centered * t);
+  const Tensor dc = t - st.n.mean_of(t);
+  const Tensor along = st.n.rstd.square() * dr * st.s * 3.0 + st.r3 * ds;
+  return dr * st.h_centered - dc * (st.r3 * st.s) - st.n.centered * along;
+}
+
+namespace {
+
 void layer_norm_backward_grad(BackwardContext& c) {
   const Tensor& u = c.grad();
   const OptionalTensor weight = weight_of(c);
@@ -142,12 +170,10 @@ void layer_norm_backward_grad(BackwardContext& c) {
     if (c.needs_grad(0)) c.set_grad(0, weight ? ju * *weight : ju);
     if (c.needs_grad(3)) c.set_grad(3, c.input(0) * ju);  // leading dims summed by the caller
   }
-  if (!c.needs_grad(1)) return;
-  const Statistics st = statistics(c, weight ? c.input(0) * *weight : c.input(0));
-  const Tensor p = st.n.mean_of(u * st.h_centered);
-  const Tensor q = st.n.mean_of(u * st.n.centered);
-  const Tensor along = st.n.rstd.square() * st.s * q * 3.0 - p;
-  c.set_grad(1, st.r3 * (st.n.centered * along - st.h_centered * q - (u - st.n.mean_of(u)) * st.s));
+  if (c.needs_grad(1)) {
+    c.set_grad(1, layer_norm_backward_input_vjp(u, h_of(c), c.input(1), c.int_list_arg(2).size(),
+                                                c.double_arg(4)));
+  }
 }
 
 void layer_norm_backward_forward(ForwardContext& c) {
@@ -160,14 +186,9 @@ void layer_norm_backward_forward(ForwardContext& c) {
     tangent = layer_norm_backward(dh, c.input(1), c.int_list_arg(2), std::nullopt, c.double_arg(4));
   }
   if (c.has_tangent(1)) {
-    const Tensor& t = c.tangent(1);
-    const Statistics st = statistics(c, weight ? c.input(0) * *weight : c.input(0));
-    const Tensor dr = -st.r3 * st.n.mean_of(st.n.centered * t);
-    const Tensor ds = st.n.mean_of(st.h_centered * t);
-    const Tensor dc = t - st.n.mean_of(t);
-    const Tensor along = st.n.rstd.square() * dr * st.s * 3.0 + st.r3 * ds;
     tangent = sum_defined(std::move(tangent),
-                          dr * st.h_centered - dc * (st.r3 * st.s) - st.n.centered * along);
+                          layer_norm_backward_input_jvp(c.tangent(1), h_of(c), c.input(1),
+                                                        c.int_list_arg(2).size(), c.double_arg(4)));
   }
   c.set_tangent(0, std::move(tangent));
 }

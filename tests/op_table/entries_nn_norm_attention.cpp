@@ -1,5 +1,4 @@
-// Op-table entries: group_norm, layer_norm_backward (the op group_norm's and
-// layer_norm's gradients go through), batch_norm (training without running statistics,
+// Op-table entries: layer_norm_backward (the op layer_norm's gradient goes through), batch_norm (training without running statistics,
 // evaluation with them; their in-place update is checked in
 // tests/ops/nn_norm_attention_test.cpp), scaled_dot_product_attention and conv1d,
 // against naive loops.
@@ -16,71 +15,6 @@ namespace strata::testing {
 namespace {
 
 using Sizes = std::vector<int64_t>;
-
-std::optional<Tensor> input_or_none(const std::vector<Tensor>& in, size_t i) {
-  return i < in.size() ? std::optional(in[i]) : std::nullopt;
-}
-
-// Positions per channel of an input [N, C, *] (the product of *).
-int64_t positions(const Sizes& sizes) {
-  int64_t p = 1;
-  for (size_t d = 2; d < sizes.size(); ++d) p *= sizes[d];
-  return p;
-}
-
-// ---- group_norm ----------------------------------------------------------------------
-
-std::vector<Sample> group_norm_samples(ScalarType dtype) {
-  struct Case {
-    Sizes input;
-    int64_t groups;
-    Layout layout;
-    bool affine;
-  };
-  using L = Layout;
-  static const std::vector<Case> cases{
-      {{2, 6, 5}, 3, L::Contiguous, true},    {{2, 6, 5}, 1, L::Contiguous, false},
-      {{2, 4, 3, 3}, 2, L::Contiguous, true}, {{3, 4}, 4, L::Contiguous, true},
-      {{2, 4, 3, 3}, 4, L::Transposed, true}, {{2, 6, 4}, 2, L::Sliced, false},
-  };
-  std::vector<Sample> samples;
-  for (const Case& c : cases) {
-    std::vector<Tensor> inputs{make_tensor(c.input, dtype, c.layout, -2, 2, 1)};
-    if (c.affine) {
-      inputs.push_back(make_tensor({c.input[1]}, dtype, 0.5, 1.5, 2));
-      inputs.push_back(make_tensor({c.input[1]}, dtype, -1, 1, 3));
-    }
-    samples.push_back({ShapeCase{c.input, c.layout}.description() + " in " +
-                           std::to_string(c.groups) + " groups" + (c.affine ? " affine" : ""),
-                       inputs,
-                       {IValue(c.groups), IValue(1e-5)}});
-  }
-  return samples;
-}
-
-Tensor group_norm_reference(const std::vector<Tensor>& in, int64_t groups, double eps) {
-  const HostArray x = HostArray::of(in[0]);
-  const int64_t n = x.sizes[0], channels = x.sizes[1], p = positions(x.sizes);
-  const int64_t per_group = channels / groups;
-  std::vector<double> out(x.values.size());
-  for (int64_t s = 0; s < n; ++s) {
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t start = (s * channels + g * per_group) * p, count = per_group * p;
-      double mean = 0, var = 0;
-      for (int64_t i = 0; i < count; ++i) mean += x.values[start + i] / count;
-      for (int64_t i = 0; i < count; ++i) {
-        var += (x.values[start + i] - mean) * (x.values[start + i] - mean) / count;
-      }
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t c = g * per_group + i / p;
-        double y = (x.values[start + i] - mean) / std::sqrt(var + eps);
-        if (in.size() > 1) y = y * HostArray::of(in[1]).values[c] + HostArray::of(in[2]).values[c];
-        out[start + i] = y;
-      }
-    }
-  }
-  return from_values(out, x.sizes, in[0].dtype());
-}
 
 // ---- layer_norm_backward ---------------------------------------------------------------
 
@@ -376,16 +310,6 @@ Tensor conv1d_reference(const std::vector<Tensor>& in, const Stack& a) {
 
 STRATA_OP_INFOS(nn_norm_attention) {
   std::vector<OpInfo> infos;
-  infos.push_back(floating_op_info(
-      "nn::group_norm", group_norm_samples,
-      [](const std::vector<Tensor>& in, const Stack& a) {
-        return std::vector<Tensor>{nn::group_norm(in[0], a[0].to_int(), input_or_none(in, 1),
-                                                  input_or_none(in, 2), a[1].to_double())};
-      },
-      [](const std::vector<Tensor>& in, const Stack& a) {
-        return std::vector<Tensor>{group_norm_reference(in, a[0].to_int(), a[1].to_double())};
-      }));
-  infos.back().tolerances[{Check::Forward, kFloat32}] = {1e-5, 1e-4};
   infos.push_back(floating_op_info(
       "nn::layer_norm_backward", layer_norm_backward_samples,
       [](const std::vector<Tensor>& in, const Stack& a) {

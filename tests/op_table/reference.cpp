@@ -140,4 +140,14 @@ Tensor reduce_values(const Tensor& x, std::vector<int64_t> dims, bool keepdim, S
   return from_values(out, out_sizes, out_dtype);
 }
 
+std::optional<Tensor> input_or_none(const std::vector<Tensor>& in, size_t i) {
+  return i < in.size() ? std::optional(in[i]) : std::nullopt;
+}
+
+int64_t positions(const std::vector<int64_t>& sizes) {
+  int64_t p = 1;
+  for (size_t d = 2; d < sizes.size(); ++d) p *= sizes[d];
+  return p;
+}
+
 }  // namespace strata::testing

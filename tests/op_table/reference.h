@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace strata::testing {
@@ -46,5 +47,10 @@ Tensor map_nary(const std::vector<Tensor>& operands, ScalarType out_dtype,
 // row-major order) with `reduce`.
 Tensor reduce_values(const Tensor& x, std::vector<int64_t> dims, bool keepdim, ScalarType out_dtype,
                      const std::function<double(const std::vector<double>&)>& reduce);
+
+// Tensor in[i], or none past the end (an optional trailing operand).
+std::optional<Tensor> input_or_none(const std::vector<Tensor>& in, size_t i);
+// Positions per channel of an input [N, C, *] (the product of *).
+int64_t positions(const std::vector<int64_t>& sizes);
 
 }  // namespace strata::testing
