@@ -106,9 +106,14 @@ Tensor normalised(const Tensor& input, const cpu::GroupNormGeometry& g) {
       .reshape(input.sizes());
 }
 
+// Without channels the group count is unbounded (any divides 0), so N * groups rows
+// may not even be countable: both ops have nothing to compute there.
+bool no_channels(const cpu::GroupNormGeometry& g) { return g.batch * g.channels == 0; }
+
 Tensor group_norm_composite(const Tensor& input, int64_t num_groups, const OptionalTensor& weight,
                             const OptionalTensor& bias, double eps) {
   const cpu::GroupNormGeometry g = checked_geometry(input, num_groups, weight, bias, eps, kOp);
+  if (no_channels(g)) return input.clone();
   return nn_detail::channel_affine(normalised(input, g), weight, bias,
                                    channel_shape(g.channels, input.dim()));
 }
@@ -117,6 +122,7 @@ Tensor group_norm_cpu(const Tensor& input, int64_t num_groups, const OptionalTen
                       const OptionalTensor& bias, double eps) {
   const cpu::GroupNormGeometry g = checked_geometry(input, num_groups, weight, bias, eps, kOp);
   Tensor out = make_empty_tensor(input.sizes(), input.dtype(), input.device(), kOp);
+  if (no_channels(g)) return out;
   const OptionalTensor w = contiguous(weight), b = contiguous(bias);
   cpu::group_norm_kernel(out, contiguous(input), w ? &*w : nullptr, b ? &*b : nullptr, g);
   return out;
@@ -126,6 +132,10 @@ Grads group_norm_backward_composite(const Tensor& grad_output, const Tensor& inp
                                     int64_t num_groups, const OptionalTensor& weight, double eps) {
   const cpu::GroupNormGeometry g =
       backward_checked(grad_output, input, num_groups, weight, eps);
+  if (no_channels(g)) {
+    return {input.clone(), zeros({g.batch, g.channels}, input.dtype(), input.device()),
+            zeros({g.batch, g.channels}, input.dtype(), input.device())};
+  }
   const Tensor h = weight ? grad_output * per_channel(*weight, input.dim()) : grad_output;
   return {normalisation_jacobian(h, input, g),
           sum_positions(grad_output * normalised(input, g)), sum_positions(grad_output)};
@@ -140,6 +150,7 @@ Grads group_norm_backward_cpu(const Tensor& grad_output, const Tensor& input, in
       make_empty_tensor({g.batch, g.channels}, input.dtype(), input.device(), kBackwardOp);
   Tensor grad_bias =
       make_empty_tensor({g.batch, g.channels}, input.dtype(), input.device(), kBackwardOp);
+  if (no_channels(g)) return {grad_input, grad_weight, grad_bias};
   const OptionalTensor w = contiguous(weight);
   cpu::group_norm_backward_kernel(grad_input, grad_weight, grad_bias, contiguous(grad_output),
                                   contiguous(input), w ? &*w : nullptr, g);
