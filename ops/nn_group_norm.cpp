@@ -130,21 +130,19 @@ Tensor group_norm_cpu(const Tensor& input, int64_t num_groups, const OptionalTen
 
 Grads group_norm_backward_composite(const Tensor& grad_output, const Tensor& input,
                                     int64_t num_groups, const OptionalTensor& weight, double eps) {
-  const cpu::GroupNormGeometry g =
-      backward_checked(grad_output, input, num_groups, weight, eps);
+  const cpu::GroupNormGeometry g = backward_checked(grad_output, input, num_groups, weight, eps);
   if (no_channels(g)) {
     return {input.clone(), zeros({g.batch, g.channels}, input.dtype(), input.device()),
             zeros({g.batch, g.channels}, input.dtype(), input.device())};
   }
   const Tensor h = weight ? grad_output * per_channel(*weight, input.dim()) : grad_output;
-  return {normalisation_jacobian(h, input, g),
-          sum_positions(grad_output * normalised(input, g)), sum_positions(grad_output)};
+  return {normalisation_jacobian(h, input, g), sum_positions(grad_output * normalised(input, g)),
+          sum_positions(grad_output)};
 }
 
 Grads group_norm_backward_cpu(const Tensor& grad_output, const Tensor& input, int64_t num_groups,
                               const OptionalTensor& weight, double eps) {
-  const cpu::GroupNormGeometry g =
-      backward_checked(grad_output, input, num_groups, weight, eps);
+  const cpu::GroupNormGeometry g = backward_checked(grad_output, input, num_groups, weight, eps);
   Tensor grad_input = make_empty_tensor(input.sizes(), input.dtype(), input.device(), kBackwardOp);
   Tensor grad_weight =
       make_empty_tensor({g.batch, g.channels}, input.dtype(), input.device(), kBackwardOp);
@@ -204,7 +202,8 @@ void group_norm_forward_formula(ForwardContext& c) {
     if (weight) tangent = tangent * per_channel(*weight, x.dim());
   }
   if (weight && c.has_tangent(2)) {
-    tangent = sum_defined(std::move(tangent), normalised(x, g) * per_channel(c.tangent(2), x.dim()));
+    tangent =
+        sum_defined(std::move(tangent), normalised(x, g) * per_channel(c.tangent(2), x.dim()));
   }
   if (!c.arg(3).is_none() && c.has_tangent(3)) {
     tangent = sum_defined(std::move(tangent), per_channel(c.tangent(3), x.dim()));
@@ -223,8 +222,8 @@ struct BackwardArgs {
 template <class Context>
 BackwardArgs backward_args(const Context& c) {
   BackwardArgs a{c.input(0), c.input(1), {}, optional_input(c, 3), {}};
-  a.geometry = checked_geometry(a.x, c.int_arg(2), a.weight, std::nullopt, c.double_arg(4),
-                                kBackwardOp);
+  a.geometry =
+      checked_geometry(a.x, c.int_arg(2), a.weight, std::nullopt, c.double_arg(4), kBackwardOp);
   a.h = a.weight ? a.g * per_channel(*a.weight, a.x.dim()) : a.g;
   return a;
 }
@@ -249,8 +248,8 @@ void group_norm_backward_backward(BackwardContext& c) {
     if (c.needs_grad(3)) c.set_grad(3, sum_to_channels(a.g * ju));
   }
   if (c.needs_grad(1)) {
-    c.set_grad(1, input_vjp(u_dx, a) + normalisation_jacobian(
-                                           a.g * per_sample_channel(u_dw, rank), a.x, a.geometry));
+    c.set_grad(1, input_vjp(u_dx, a) + normalisation_jacobian(a.g * per_sample_channel(u_dw, rank),
+                                                              a.x, a.geometry));
   }
 }
 
@@ -355,15 +354,15 @@ Grads group_norm_backward_batched(const Tensor& grad_output, const Tensor& input
     return batching::make_batched(t.unflatten(0, {batch, samples}), 0, at.level);
   };
   if (!weight_batched) {
-    const auto [dx, dw, db] = group_norm_backward(
-        grads, images, num_groups, w ? std::optional(w->value) : std::nullopt, eps);
+    const auto [dx, dw, db] = group_norm_backward(grads, images, num_groups,
+                                                  w ? std::optional(w->value) : std::nullopt, eps);
     return {batched(dx), batched(dw), batched(db)};
   }
   // dw and db do not depend on the weight; dx is the unweighted op's on g * w.
   const auto [unused, dw, db] = group_norm_backward(grads, images, num_groups, std::nullopt, eps);
-  const Tensor weighted = (batching::batch_first_expanded(g, batch) *
-                           batch_per_channel(*w, g.logical_dim()))
-                              .flatten(0, 1);
+  const Tensor weighted =
+      (batching::batch_first_expanded(g, batch) * batch_per_channel(*w, g.logical_dim()))
+          .flatten(0, 1);
   const Tensor dx =
       std::get<0>(group_norm_backward(weighted, images, num_groups, std::nullopt, eps));
   return {batched(dx), batched(dw), batched(db)};
@@ -400,30 +399,32 @@ int64_t group_norm_backward_flops(OpArgs, const MetaList& outputs) {
   return 12 * nn_detail::numel(outputs.at(0).sizes);
 }
 
-const OpFamily kGroupNormOps("nn_group_norm", {
-    {.schema = "group_norm(Tensor input, int num_groups, Tensor? weight=None, "
-               "Tensor? bias=None, float eps=1e-05) -> Tensor",
-     .cpu = &group_norm_cpu,
-     .cuda = &group_norm_composite,
-     .decomposition = &group_norm_composite,
-     .derivative = derivative({.backward = &group_norm_backward_formula,
-                               .forward = &group_norm_forward_formula,
-                               .saved_inputs = args(0, 2)}),
-     .batching = &group_norm_batched,
-     .shape = &group_norm_shape,
-     .flops = &group_norm_flops},
-    {.schema = "group_norm_backward(Tensor grad_output, Tensor input, int num_groups, "
-               "Tensor? weight=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)",
-     .cpu = &group_norm_backward_cpu,
-     .cuda = &group_norm_backward_composite,
-     .decomposition = &group_norm_backward_composite,
-     .derivative = derivative({.backward = &group_norm_backward_backward,
-                               .forward = &group_norm_backward_forward,
-                               .saved_inputs = args(0, 1, 3)}),
-     .batching = &group_norm_backward_batched,
-     .shape = &group_norm_backward_shape,
-     .flops = &group_norm_backward_flops},
-});
+const OpFamily kGroupNormOps(
+    "nn_group_norm",
+    {
+        {.schema = "group_norm(Tensor input, int num_groups, Tensor? weight=None, "
+                   "Tensor? bias=None, float eps=1e-05) -> Tensor",
+         .cpu = &group_norm_cpu,
+         .cuda = &group_norm_composite,
+         .decomposition = &group_norm_composite,
+         .derivative = derivative({.backward = &group_norm_backward_formula,
+                                   .forward = &group_norm_forward_formula,
+                                   .saved_inputs = args(0, 2)}),
+         .batching = &group_norm_batched,
+         .shape = &group_norm_shape,
+         .flops = &group_norm_flops},
+        {.schema = "group_norm_backward(Tensor grad_output, Tensor input, int num_groups, "
+                   "Tensor? weight=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)",
+         .cpu = &group_norm_backward_cpu,
+         .cuda = &group_norm_backward_composite,
+         .decomposition = &group_norm_backward_composite,
+         .derivative = derivative({.backward = &group_norm_backward_backward,
+                                   .forward = &group_norm_backward_forward,
+                                   .saved_inputs = args(0, 1, 3)}),
+         .batching = &group_norm_backward_batched,
+         .shape = &group_norm_backward_shape,
+         .flops = &group_norm_backward_flops},
+    });
 
 }  // namespace
 

@@ -147,8 +147,7 @@ void transfer_columns(std::conditional_t<kToColumns, const T*, T*> image,
           std::fill(row, row + rows.begin * out_w, T(0));
           std::fill(row + rows.end * out_w, row + positions, T(0));
           const bool edges = width < out_w;
-          for (int64_t oh = rows.begin; oh < rows.end;
-               ++oh, pixels += row_step, out_row += out_w) {
+          for (int64_t oh = rows.begin; oh < rows.end; ++oh, pixels += row_step, out_row += out_w) {
             if (edges) {
               std::fill(out_row - cols.begin, out_row, T(0));
               std::fill(out_row + width, out_row - cols.begin + out_w, T(0));
@@ -160,8 +159,7 @@ void transfer_columns(std::conditional_t<kToColumns, const T*, T*> image,
             }
           }
         } else {
-          for (int64_t oh = rows.begin; oh < rows.end;
-               ++oh, pixels += row_step, out_row += out_w) {
+          for (int64_t oh = rows.begin; oh < rows.end; ++oh, pixels += row_step, out_row += out_w) {
             if (sw == 1) {
               add_span<T>(pixels, out_row, width);
             } else {

@@ -81,9 +81,9 @@ std::vector<Sample> group_norm_backward_samples(ScalarType dtype) {
   };
   using L = Layout;
   static const std::vector<Case> cases{
-      {{2, 6, 5}, 3, L::Contiguous, true},    {{2, 4, 3, 3}, 2, L::Contiguous, false},
-      {{3, 6}, 2, L::Contiguous, true},       {{2, 4, 3, 3}, 4, L::Transposed, true},
-      {{2, 6, 4}, 1, L::Sliced, true},        {{0, 4, 3}, 2, L::Contiguous, true},
+      {{2, 6, 5}, 3, L::Contiguous, true}, {{2, 4, 3, 3}, 2, L::Contiguous, false},
+      {{3, 6}, 2, L::Contiguous, true},    {{2, 4, 3, 3}, 4, L::Transposed, true},
+      {{2, 6, 4}, 1, L::Sliced, true},     {{0, 4, 3}, 2, L::Contiguous, true},
       {{2, 4, 0}, 2, L::Contiguous, true},
   };
   std::vector<Sample> samples;
@@ -92,7 +92,8 @@ std::vector<Sample> group_norm_backward_samples(ScalarType dtype) {
                                make_tensor(c.input, dtype, c.layout, -2, 2, 1)};
     if (c.weight) inputs.push_back(make_tensor({c.input[1]}, dtype, 0.5, 1.5, 2));
     samples.push_back({ShapeCase{c.input, c.layout}.description() + " in " +
-                           std::to_string(c.groups) + " groups" + (c.weight ? " with a weight" : ""),
+                           std::to_string(c.groups) + " groups" +
+                           (c.weight ? " with a weight" : ""),
                        inputs,
                        {IValue(c.groups), IValue(1e-5)}});
   }

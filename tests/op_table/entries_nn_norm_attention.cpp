@@ -1,5 +1,5 @@
-// Op-table entries: layer_norm_backward (the op layer_norm's gradient goes through), batch_norm (training without running statistics,
-// evaluation with them; their in-place update is checked in
+// Op-table entries: layer_norm_backward (the op layer_norm's gradient goes through), batch_norm
+// (training without running statistics, evaluation with them; their in-place update is checked in
 // tests/ops/nn_norm_attention_test.cpp), scaled_dot_product_attention and conv1d,
 // against naive loops.
 #include <cmath>
