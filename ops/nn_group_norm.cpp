@@ -106,9 +106,10 @@ Tensor normalised(const Tensor& input, const cpu::GroupNormGeometry& g) {
       .reshape(input.sizes());
 }
 
-// Without channels the group count is unbounded (any divides 0), so N * groups rows
-// may not even be countable: both ops have nothing to compute there.
-bool no_channels(const cpu::GroupNormGeometry& g) { return g.batch * g.channels == 0; }
+// Without samples or channels there is nothing to compute; without channels the
+// group count is unbounded (any divides 0), so N * groups rows may not even be
+// countable.
+bool no_channels(const cpu::GroupNormGeometry& g) { return g.batch == 0 || g.channels == 0; }
 
 Tensor group_norm_composite(const Tensor& input, int64_t num_groups, const OptionalTensor& weight,
                             const OptionalTensor& bias, double eps) {
@@ -122,7 +123,7 @@ Tensor group_norm_cpu(const Tensor& input, int64_t num_groups, const OptionalTen
                       const OptionalTensor& bias, double eps) {
   const cpu::GroupNormGeometry g = checked_geometry(input, num_groups, weight, bias, eps, kOp);
   Tensor out = make_empty_tensor(input.sizes(), input.dtype(), input.device(), kOp);
-  if (no_channels(g)) return out;
+  if (input.numel() == 0) return out;
   const OptionalTensor w = contiguous(weight), b = contiguous(bias);
   cpu::group_norm_kernel(out, contiguous(input), w ? &*w : nullptr, b ? &*b : nullptr, g);
   return out;
