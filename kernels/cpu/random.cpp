@@ -8,14 +8,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <climits>
 
-#if defined(__AVX2__) || defined(__AVX512F__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/philox_lanes.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/philox.h"
 #include "tensor/tensor.h"
@@ -27,16 +27,11 @@ namespace {
 // parallel at a smaller size than plain elementwise ones.
 constexpr int64_t kRandomGrain = kElementwiseGrain / 4;
 
-// The words of kLanes consecutive counters, word k of counter first + lane in w[k][lane].
-#if defined(__AVX512F__)
-constexpr int kLanes = 16;
-#else
-constexpr int kLanes = 8;
-#endif
-struct WordBlock {
-  alignas(64) uint32_t w[4][kLanes];
-};
+constexpr int kLanes = kPhiloxLanes;
+using WordBlock = PhiloxWordBlock;
 
+// With AVX-512, the blocks by intrinsics: vpmuludq forms the 32 x 32-bit products
+// where the portable version's vector multiply becomes 64 x 64-bit ones.
 #if defined(__AVX512F__)
 // 32 x 32 -> 64-bit products of the 16 lanes of a by m, split into high and low words.
 inline void mulhilo_lanes(__m512i a, __m512i m, __m512i& hi, __m512i& lo) {
@@ -77,51 +72,9 @@ void philox_block(uint64_t seed, uint64_t first, WordBlock& out) {
   _mm512_store_si512(out.w[2], c2);
   _mm512_store_si512(out.w[3], c3);
 }
-#elif defined(__AVX2__)
-// 32 x 32 -> 64-bit products of the 8 lanes of a by m, split into high and low words.
-inline void mulhilo_lanes(__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
-  const __m256i even = _mm256_mul_epu32(a, m);
-  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
-  hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
-  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
-}
-
-// philox::philox4x32_10 on 8 counters at once, bit for bit (random_test checks it
-// against a plain transcription, across a carry into the counter's high word).
-void philox_block(uint64_t seed, uint64_t first, WordBlock& out) {
-  const __m256i low = _mm256_set1_epi32(static_cast<int32_t>(first));
-  __m256i c0 = _mm256_add_epi32(low, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  // Lanes whose low word wrapped (unsigned c0 < low) carry into the high word.
-  const __m256i sign = _mm256_set1_epi32(INT32_MIN);
-  const __m256i wrapped =
-      _mm256_cmpgt_epi32(_mm256_xor_si256(low, sign), _mm256_xor_si256(c0, sign));
-  __m256i c1 = _mm256_sub_epi32(_mm256_set1_epi32(static_cast<int32_t>(first >> 32)), wrapped);
-  __m256i c2 = _mm256_setzero_si256(), c3 = _mm256_setzero_si256();
-  const __m256i m0 = _mm256_set1_epi64x(philox::kMultiplier0);
-  const __m256i m1 = _mm256_set1_epi64x(philox::kMultiplier1);
-  uint32_t key0 = static_cast<uint32_t>(seed), key1 = static_cast<uint32_t>(seed >> 32);
-  for (int round = 0; round < philox::kRounds; ++round) {
-    __m256i hi0, lo0, hi1, lo1;
-    mulhilo_lanes(c0, m0, hi0, lo0);
-    mulhilo_lanes(c2, m1, hi1, lo1);
-    c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(static_cast<int32_t>(key0)));
-    c1 = lo1;
-    c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(static_cast<int32_t>(key1)));
-    c3 = lo0;
-    key0 += philox::kWeyl0;
-    key1 += philox::kWeyl1;
-  }
-  _mm256_store_si256(reinterpret_cast<__m256i*>(out.w[0]), c0);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(out.w[1]), c1);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(out.w[2]), c2);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(out.w[3]), c3);
-}
 #else
 void philox_block(uint64_t seed, uint64_t first, WordBlock& out) {
-  for (int lane = 0; lane < kLanes; ++lane) {
-    const philox::Words4 r = philox::random_words(seed, first + static_cast<uint64_t>(lane));
-    for (int k = 0; k < 4; ++k) out.w[k][lane] = r.w[k];
-  }
+  philox_lanes_portable(seed, first, out);
 }
 #endif
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "strata/strata.h"
+#include "kernels/cpu/philox_lanes.h"
 #include "tensor/philox.h"
 #include "tests/test_support.h"
 
@@ -92,6 +93,23 @@ TEST(Philox, MatchesPlainTranscription) {
 }
 
 // ---- values of the ops from the counter contract -----------------------------------
+
+// The portable block generator (the CPU kernels' path without AVX-512) gives
+// each lane its own counter's words, across a carry into the high word.
+TEST(Philox, PortableLanesAreThePlainWordsOfTheirCounters) {
+  const uint64_t seed = 0xfedcba9876543210ULL;
+  for (const uint64_t first : {uint64_t{0}, uint64_t{0xfffffff7}, uint64_t{0x1fffffffa}}) {
+    st::cpu::PhiloxWordBlock block;
+    st::cpu::philox_lanes_portable(seed, first, block);
+    for (int lane = 0; lane < st::cpu::kPhiloxLanes; ++lane) {
+      const Block expected = plain_words(seed, first + static_cast<uint64_t>(lane));
+      for (int k = 0; k < 4; ++k) {
+        EXPECT_EQ(block.w[k][lane], expected[static_cast<size_t>(k)])
+            << "counter " << first << " + " << lane << ", word " << k;
+      }
+    }
+  }
+}
 
 TEST(RandomOps, RandFloatIsTop24BitsOfWordZero) {
   const uint64_t seed = 0x0123456789abcdefULL;
