@@ -165,6 +165,18 @@ transformer_vmapped = vmap(grad(transformer_loss_one), in_dims=(None, 0, 0))
 gn_params, tf_params = gn_cnn_params(), transformer_params()
 x, t = cnn_peer.det((32, 1, 28, 28), 0.37), (torch.arange(32) * 7 + 3) % 10
 report("GnCnnVmapGrad/32", lambda: gn_vmapped(gn_params, x, t), bench=cnn_peer.bench, reps=11)
+
+
+def gn_cnn_batch_loss(p, xs, ts):
+    h = F.conv2d(xs, p["conv1.weight"], p["conv1.bias"])
+    h = F.max_pool2d(F.relu(F.group_norm(h, 4, p["gn1.weight"], p["gn1.bias"])), 2)
+    h = F.conv2d(h, p["conv2.weight"], p["conv2.bias"])
+    h = F.max_pool2d(F.relu(F.group_norm(h, 8, p["gn2.weight"], p["gn2.bias"])), 2)
+    return F.cross_entropy(F.linear(h.flatten(1), p["fc.weight"], p["fc.bias"]), ts)
+
+
+gn_batch_grad = grad(gn_cnn_batch_loss)
+report("GnCnnBatchGrad/32", lambda: gn_batch_grad(gn_params, x, t), bench=cnn_peer.bench, reps=11)
 tokens = (torch.arange(32).unsqueeze(1) * 7 + torch.arange(SEQ).unsqueeze(0) * 3) % VOCAB
 labels = torch.arange(32) % CLASSES
 report("TransformerVmapGrad/32", lambda: transformer_vmapped(tf_params, tokens, labels),

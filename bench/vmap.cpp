@@ -13,7 +13,8 @@
 //                     CnnBatchGrad/B/T, the floor per-sample gradients are held
 //                     against: grad of the batch's mean loss, one gradient per parameter
 //   GnCnnVmapGrad/B/T, TransformerVmapGrad/B/T  vmap(grad) of issue 26's GroupNorm
-//                     CNN and Transformer block classifier (examples/models.h)
+//                     CNN and Transformer block classifier (examples/models.h), and
+//                     GnCnnBatchGrad/B/T, the GroupNorm CNN's batch-gradient floor
 //   VmapAddChain/L    64 adds on a [4] sample under L nested vmaps (batch 2 each);
 //                     counters ns/op and, against the eager chain timed alongside,
 //                     ns/op/level = (t_L - t_eager) / (64 L)
@@ -147,6 +148,17 @@ void GnCnnVmapGrad(benchmark::State& state) {
   run_gradients(state, [&] { return f(params, d.x, d.y); });
 }
 
+// Its floor, as CnnBatchGrad is the MNIST CNN's: the plain gradient of the batch's
+// mean loss (GroupNorm normalises each sample alone, so the forward is the same).
+void GnCnnBatchGrad(benchmark::State& state) {
+  const CnnData d(state.range(0));
+  const Params params = models::gn_cnn_params();
+  auto f = st::grad([](const Params& p, const st::Tensor& x, const st::Tensor& y) {
+    return st::nn::cross_entropy(models::gn_cnn(p, x), y);
+  });
+  run_gradients(state, [&] { return f(params, d.x, d.y); });
+}
+
 // Tokens (i * 7 + 3 j) mod 100 for sample i, position j; labels i mod 5.
 void TransformerVmapGrad(benchmark::State& state) {
   const int64_t batch = state.range(0);
@@ -213,6 +225,7 @@ BENCHMARK(CnnVmapGrad)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillis
 BENCHMARK(CnnBatchGrad)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(CnnLoop)->ArgsProduct({{32, 64}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(GnCnnVmapGrad)->ArgsProduct({{32}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(GnCnnBatchGrad)->ArgsProduct({{32}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(TransformerVmapGrad)->ArgsProduct({{32}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(VmapAddChain)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
 
