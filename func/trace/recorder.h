@@ -1,5 +1,6 @@
 #pragma once
 
+#include <forward_list>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -37,8 +38,10 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   bool allows_inline_higher_order_ops() const override { return false; }
 
   // A placeholder for one input leaf; returns the tensor the traced function
-  // gets for it (a fake one in fake mode).
-  Tensor add_input(const Tensor& leaf);
+  // gets for it: the leaf itself, which the caller keeps alive while the trace
+  // runs (the recorder borrows it), or a fake one in fake mode, or an alias of a
+  // leaf passed twice (so each is its own input), which the recorder keeps.
+  const Tensor& add_input(const Tensor& leaf);
   void add_output(const Tensor& leaf);
   Graph take_graph() { return std::move(graph_); }
 
@@ -56,7 +59,7 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // Note [Trace of random ops]).
   void record_boxed_arg(const Argument& schema_arg, const IValue& v, NodeArg& arg);
   void record_list(ArrayRef<Tensor> list, NodeArg& arg);
-  void add_node_results(const OperatorHandle& op, Device device, std::vector<NodeArg> args,
+  void add_node_results(const OperatorHandle& op, Device device, NodeArgs args,
                         ArrayRef<ArgRef> results);
   template <class F>
   void inside_recorded_call(F&& run);
@@ -77,6 +80,8 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // recorder, and the tensors lifted from it (in the order of their inputs).
   GraphRecorder* parent_ = nullptr;
   std::vector<Tensor> captures_;
+  // The inputs add_input() made (a list: their addresses are handed out).
+  std::forward_list<Tensor> replaced_inputs_;
 };
 
 // Pushes a GraphRecorder for the session's scope; trace() uses it.
@@ -84,7 +89,8 @@ class TraceSession {
  public:
   // options must outlive the session.
   explicit TraceSession(const TraceOptions& options);
-  Tensor input(const Tensor& leaf) { return recorder_->add_input(leaf); }
+  // The tensor the traced function gets for leaf (GraphRecorder::add_input()).
+  const Tensor& input(const Tensor& leaf) { return recorder_->add_input(leaf); }
   void output(const Tensor& leaf) { recorder_->add_output(leaf); }
   Graph finish() { return recorder_->take_graph(); }
 
