@@ -84,7 +84,7 @@ void GraphRecorder::dispatch(const OperatorHandle& op, Stack& stack) {
     execute(op, stack);
   } else if (const KernelFunction* decomposition = options_.decompositions.find(op)) {
     const Device device = device_of(stack, stack.size() - op.schema().arguments().size());
-    const DispatchModeGuard visible(shared_from_this());
+    const DispatchModeGuard visible(unowned());
     decomposition->call_boxed(op, replay_keys(device), stack);
   } else {
     record(op, stack);
@@ -235,7 +235,6 @@ void GraphRecorder::record_typed(const OperatorHandle& op, TypedCall& call) {
 }
 
 TraceSession::TraceSession(const TraceOptions& options)
-    : recorder_(std::allocate_shared<GraphRecorder>(CachedAllocator<GraphRecorder>(), options)),
-      guard_(recorder_) {}
+    : recorder_(options), guard_(recorder_.unowned()) {}
 
 }  // namespace strata

@@ -23,7 +23,7 @@ struct TraceOptions {
 
 // The dispatch mode trace() pushes: records the calls that reach it below every
 // transform layer (Note [Recording below the transforms] in recorder.cpp).
-class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<GraphRecorder> {
+class GraphRecorder : public DispatchMode {
  public:
   // Keeps a reference to options: they outlive the trace (trace()'s own, or the
   // enclosing recorder's).
@@ -33,6 +33,11 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // Real mode takes typed calls, except those of an op it decomposes.
   bool takes_typed(const OperatorHandle& op) const override;
   void dispatch_typed(const OperatorHandle& op, TypedCall& call) override;
+  // A pointer to this recorder that owns nothing, for the mode stack: whoever
+  // owns the recorder keeps it alive while it is pushed.
+  std::shared_ptr<GraphRecorder> unowned() {
+    return std::shared_ptr<GraphRecorder>(std::shared_ptr<void>(), this);
+  }
   // Control flow must be recorded as one node with subgraphs, not as the ops
   // of the branch this run took.
   bool allows_inline_higher_order_ops() const override { return false; }
@@ -90,12 +95,14 @@ class TraceSession {
   // options must outlive the session.
   explicit TraceSession(const TraceOptions& options);
   // The tensor the traced function gets for leaf (GraphRecorder::add_input()).
-  const Tensor& input(const Tensor& leaf) { return recorder_->add_input(leaf); }
-  void output(const Tensor& leaf) { recorder_->add_output(leaf); }
-  Graph finish() { return recorder_->take_graph(); }
+  const Tensor& input(const Tensor& leaf) { return recorder_.add_input(leaf); }
+  void output(const Tensor& leaf) { recorder_.add_output(leaf); }
+  Graph finish() { return recorder_.take_graph(); }
 
  private:
-  std::shared_ptr<GraphRecorder> recorder_;
+  // Held here, not on the heap: the mode stack gets a pointer that owns nothing
+  // (unowned()), and guard_, made after it and gone before it, pops it first.
+  GraphRecorder recorder_;
   DispatchModeGuard guard_;
 };
 
