@@ -20,6 +20,24 @@ std::string to_string(const ValueType& type) {
 
 DispatchKeySet replay_keys(Device device) { return DispatchKeySet(backend_key(device.type)); }
 
+GraphValue& Graph::new_value(GraphValue::Kind kind, const Tensor& like) {
+  GraphValue& v = values_.emplace_back();
+  v.kind = kind;
+  v.type.dtype = like.dtype();
+  v.type.device = like.device();
+  // Element by element: a few sizes copy faster than through memcpy.
+  const IntArrayRef sizes = like.sizes();
+  v.type.sizes.resize(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d) v.type.sizes[d] = sizes[d];
+  return v;
+}
+
+int64_t Graph::add_input(const Tensor& like) {
+  new_value(GraphValue::Kind::Input, like);
+  inputs_.push_back(static_cast<int64_t>(values_.size()) - 1);
+  return inputs_.back();
+}
+
 int64_t Graph::add_input(ValueType type) {
   values_.push_back({GraphValue::Kind::Input, std::move(type), Tensor()});
   inputs_.push_back(static_cast<int64_t>(values_.size()) - 1);
@@ -27,11 +45,12 @@ int64_t Graph::add_input(ValueType type) {
 }
 
 int64_t Graph::add_constant(Tensor value) {
-  values_.push_back({GraphValue::Kind::Constant, value_type_of(value), std::move(value)});
+  GraphValue& v = new_value(GraphValue::Kind::Constant, value);
+  v.constant = std::move(value);
   return static_cast<int64_t>(values_.size()) - 1;
 }
 
-size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeArg> args) {
+size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, NodeArgs args) {
   GraphNode& node = nodes_.emplace_back();
   node.op = op;
   node.keys = keys;
@@ -41,7 +60,7 @@ size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeA
   return nodes_.size() - 1;
 }
 
-size_t Graph::add_hop_node(const HigherOrderOperator& hop, std::vector<NodeArg> args,
+size_t Graph::add_hop_node(const HigherOrderOperator& hop, NodeArgs args,
                            std::vector<std::shared_ptr<const Graph>> subgraphs,
                            std::vector<int64_t> attrs) {
   GraphNode node;
@@ -62,14 +81,28 @@ bool writes_argument(const GraphNode& node) {
 }
 
 void Graph::begin_result(size_t node, bool is_list) {
-  nodes_.at(node).results.push_back(NodeResult{is_list, {}});
+  nodes_.at(node).results.push_back(
+      NodeResult{is_list, IdRange{static_cast<int64_t>(values_.size()), 0}});
+}
+
+// Extends node's last result by the value just added, which must follow it.
+void Graph::extend_result(size_t node) {
+  IdRange& r = nodes_.at(node).results.back().values;
+  STRATA_CHECK(r.first + r.count + 1 == static_cast<int64_t>(values_.size()), "Graph",
+               "internal: a node's result values must be added in order, after begin_result");
+  ++r.count;
 }
 
 int64_t Graph::add_node_output(size_t node, ValueType type) {
   values_.push_back({GraphValue::Kind::NodeOutput, std::move(type), Tensor()});
-  const int64_t id = static_cast<int64_t>(values_.size()) - 1;
-  nodes_.at(node).results.back().values.push_back(id);
-  return id;
+  extend_result(node);
+  return static_cast<int64_t>(values_.size()) - 1;
+}
+
+int64_t Graph::add_node_output(size_t node, const Tensor& t) {
+  new_value(GraphValue::Kind::NodeOutput, t);
+  extend_result(node);
+  return static_cast<int64_t>(values_.size()) - 1;
 }
 
 std::vector<std::string> Graph::op_names() const {
@@ -118,7 +151,7 @@ Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
     const GraphNode& node = g.nodes()[n];
     sources_below(values_before(node));
     if (!keep_node[n]) continue;
-    std::vector<NodeArg> args = node.args;
+    NodeArgs args = node.args;
     for (NodeArg& arg : args) {
       for (int64_t& id : arg.values) id = mapped(id);
     }

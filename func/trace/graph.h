@@ -49,6 +49,13 @@ struct GraphValue {
 // Value ids; inline for the usual one or two, so recording a node allocates less.
 using ValueIds = SmallVector<int64_t, 2>;
 
+// A graph's containers take their memory from the thread's small-block cache
+// (Note [CPU allocator cache]): a trace makes a few per node and frees them all
+// with the graph, which malloc serves slowly (its larger blocks skip its own
+// per-thread cache).
+template <class T>
+using GraphVector = std::vector<T, CachedAllocator<T>>;
+
 // One argument of a node: a constant, a value, or a list of values (-1 for a None
 // element of a Tensor?[] list).
 struct NodeArg {
@@ -57,11 +64,33 @@ struct NodeArg {
   IValue constant;
   ValueIds values;
 };
+using NodeArgs = GraphVector<NodeArg>;
+
+// Consecutive value ids: a node's results are numbered in order as it is added.
+struct IdRange {
+  int64_t first = 0;
+  int64_t count = 0;
+
+  struct Iterator {
+    int64_t id;
+    int64_t operator*() const { return id; }
+    Iterator& operator++() {
+      ++id;
+      return *this;
+    }
+    friend bool operator==(Iterator, Iterator) = default;
+  };
+  Iterator begin() const { return {first}; }
+  Iterator end() const { return {first + count}; }
+  size_t size() const { return static_cast<size_t>(count); }
+  bool empty() const { return count == 0; }
+  int64_t operator[](size_t i) const { return first + static_cast<int64_t>(i); }
+};
 
 // One result of a node: a tensor (one value) or a tensor list (several).
 struct NodeResult {
   bool is_list = false;
-  ValueIds values;
+  IdRange values;
 };
 
 class Graph;
@@ -72,8 +101,9 @@ struct GraphNode {
   // The kernel replay calls, resolved for the backend key at construction.
   DispatchKeySet keys;
   const KernelFunction* kernel = nullptr;
-  std::vector<NodeArg> args;
-  std::vector<NodeResult> results;
+  NodeArgs args;
+  // Inline for the usual single result, so recording a node allocates less.
+  SmallVector<NodeResult, 1> results;
   // The kernel's typed call, when it has one replay knows (Note [Typed replay]).
   TypedReplayFn typed = nullptr;
   // A higher-order operator's node (Note [Control flow in graphs] in
@@ -111,10 +141,10 @@ class Graph {
   // The graph after dead-code and common-subexpression elimination.
   Graph optimized() const;
 
-  const std::vector<GraphValue>& values() const { return values_; }
-  const std::vector<GraphNode>& nodes() const { return nodes_; }
-  const std::vector<int64_t>& inputs() const { return inputs_; }
-  const std::vector<int64_t>& outputs() const { return outputs_; }
+  const GraphVector<GraphValue>& values() const { return values_; }
+  const GraphVector<GraphNode>& nodes() const { return nodes_; }
+  const GraphVector<int64_t>& inputs() const { return inputs_; }
+  const GraphVector<int64_t>& outputs() const { return outputs_; }
 
   // Building (the recorder, the parser and the passes).
   void reserve(size_t values, size_t nodes, size_t inputs, size_t outputs) {
@@ -124,24 +154,31 @@ class Graph {
     outputs_.reserve(outputs);
   }
   int64_t add_input(ValueType type);
+  // An input typed as `like`.
+  int64_t add_input(const Tensor& like);
   int64_t add_constant(Tensor value);
   // Resolves the node's kernel for `keys` (its backend key); returns the node's index.
-  size_t add_node(OperatorHandle op, DispatchKeySet keys, std::vector<NodeArg> args);
+  size_t add_node(OperatorHandle op, DispatchKeySet keys, NodeArgs args);
   // A higher-order operator's node; returns its index.
-  size_t add_hop_node(const HigherOrderOperator& hop, std::vector<NodeArg> args,
+  size_t add_hop_node(const HigherOrderOperator& hop, NodeArgs args,
                       std::vector<std::shared_ptr<const Graph>> subgraphs, std::vector<int64_t> attrs);
-  void reserve_results(size_t node, size_t n) { nodes_[node].results.reserve(n); }
   // Starts the next result of node `node`: a tensor, or a tensor list.
   void begin_result(size_t node, bool is_list);
   // A new value in the last result begun of node `node`.
   int64_t add_node_output(size_t node, ValueType type);
+  // The same, typed as t (the recorder's, made in place).
+  int64_t add_node_output(size_t node, const Tensor& t);
   void add_output(int64_t value) { outputs_.push_back(value); }
 
  private:
-  std::vector<GraphValue> values_;
-  std::vector<GraphNode> nodes_;
-  std::vector<int64_t> inputs_;
-  std::vector<int64_t> outputs_;
+  // A new value typed as `like`, made in place (the recorder's path).
+  GraphValue& new_value(GraphValue::Kind kind, const Tensor& like);
+  void extend_result(size_t node);
+
+  GraphVector<GraphValue> values_;
+  GraphVector<GraphNode> nodes_;
+  GraphVector<int64_t> inputs_;
+  GraphVector<int64_t> outputs_;
 };
 
 // "strata::mul.Tensor", or a higher-order operator's "strata::cond".

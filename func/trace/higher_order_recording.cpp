@@ -130,7 +130,7 @@ std::vector<Tensor> HigherOrderRecording::finish(const HopArgs& args,
                                                  const std::vector<TracedFn>& fns,
                                                  const std::vector<ValueType>& output_types) const {
   GraphRecorder& r = *recorder_;
-  std::vector<NodeArg> node_args;
+  NodeArgs node_args;
   node_args.reserve(args.operands.size() + fns.size());
   for (const Tensor& x : args.operands) {
     NodeArg arg;

@@ -20,7 +20,7 @@ using ResultLists = std::vector<std::pair<bool, std::vector<std::pair<int64_t, V
 // A higher-order operator's line, waiting for its subgraphs' lines.
 struct PendingHop {
   const HigherOrderOperator* hop = nullptr;
-  std::vector<NodeArg> args;
+  NodeArgs args;
   std::vector<int64_t> attrs;
   ResultLists results;
   size_t subgraphs = 0;
@@ -231,7 +231,7 @@ void parse_node(LineParser& p, ParseState& st, const ResultLists& results) {
   }
   const std::vector<Argument>& schema_args = op->schema().arguments();
   p.expect('(');
-  std::vector<NodeArg> args;
+  NodeArgs args;
   while (!p.accept(')')) {
     if (!args.empty()) p.expect(',');
     if (args.size() >= schema_args.size()) p.fail(name + " takes " + std::to_string(schema_args.size()) + " arguments");

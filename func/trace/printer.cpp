@@ -119,7 +119,7 @@ void print_hop_call(std::ostream& out, const GraphNode& node) {
     print_value_ref(out, node.args[i].values[0]);
   }
   out << (operands > 0 ? ", " : "") << "captures=";
-  print_list(out, std::vector<NodeArg>(node.args.begin() + static_cast<std::ptrdiff_t>(operands), node.args.end()),
+  print_list(out, NodeArgs(node.args.begin() + static_cast<std::ptrdiff_t>(operands), node.args.end()),
              [&](const NodeArg& arg) { print_list(out, arg.values, [&](int64_t id) { print_value_ref(out, id); }); });
   out << ", attrs=";
   print_list(out, node.attrs, [&](int64_t a) { out << a; });

@@ -43,16 +43,19 @@ int64_t GraphRecorder::value_of(const Tensor& t) {
   return id;
 }
 
-Tensor GraphRecorder::add_input(const Tensor& leaf) {
+const Tensor& GraphRecorder::add_input(const Tensor& leaf) {
   STRATA_CHECK(leaf.defined(), "trace", "an input leaf is an undefined tensor");
   STRATA_CHECK(layer_stack_empty(), "trace", "trace() inside a transform (",
                describe_layer_stack(), ") is not supported; trace the transformed function");
-  Tensor traced = options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf))
-                  : ids_.find(leaf.impl()) >= 0 ? alias_of(leaf)
-                                            : leaf;
-  // A wrapped number keeps its place in type promotion (a Python-style scalar).
-  traced.impl()->set_wrapped_number(leaf.impl()->is_wrapped_number());
-  ids_.bind(traced, graph_.add_input(value_type_of(leaf)));
+  const bool replace = options_.mode == TraceMode::Fake || ids_.find(leaf.impl()) >= 0;
+  if (replace) {
+    Tensor& traced = replaced_inputs_.emplace_front(
+        options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf)) : alias_of(leaf));
+    // A wrapped number keeps its place in type promotion (a Python-style scalar).
+    traced.impl()->set_wrapped_number(leaf.impl()->is_wrapped_number());
+  }
+  const Tensor& traced = replace ? replaced_inputs_.front() : leaf;
+  ids_.bind_borrowed(traced, graph_.add_input(leaf));
   return traced;
 }
 
@@ -81,7 +84,7 @@ void GraphRecorder::dispatch(const OperatorHandle& op, Stack& stack) {
     execute(op, stack);
   } else if (const KernelFunction* decomposition = options_.decompositions.find(op)) {
     const Device device = device_of(stack, stack.size() - op.schema().arguments().size());
-    const DispatchModeGuard visible(shared_from_this());
+    const DispatchModeGuard visible(unowned());
     decomposition->call_boxed(op, replay_keys(device), stack);
   } else {
     record(op, stack);
@@ -90,7 +93,7 @@ void GraphRecorder::dispatch(const OperatorHandle& op, Stack& stack) {
 
 bool GraphRecorder::passes_on(const OperatorHandle& /*op*/) const {
   // Inside a recorded op, a real trace only runs the calls its kernel makes.
-  return !layer_stack_empty() || (inside_recorded_call_ > 0 && options_.mode == TraceMode::Real);
+  return (inside_recorded_call_ > 0 && options_.mode == TraceMode::Real) || !layer_stack_empty();
 }
 
 bool GraphRecorder::takes_typed(const OperatorHandle& op) const {
@@ -98,7 +101,7 @@ bool GraphRecorder::takes_typed(const OperatorHandle& op) const {
 }
 
 void GraphRecorder::dispatch_typed(const OperatorHandle& op, TypedCall& call) {
-  if (!layer_stack_empty() || inside_recorded_call_ > 0) {
+  if (inside_recorded_call_ > 0 || !layer_stack_empty()) {
     call_next_typed(op, call);
   } else {
     record_typed(op, call);
@@ -135,16 +138,15 @@ void GraphRecorder::record_list(ArrayRef<Tensor> list, NodeArg& arg) {
 }
 
 void GraphRecorder::add_node_results(const OperatorHandle& op, Device device,
-                                     std::vector<NodeArg> args, ArrayRef<ArgRef> results) {
+                                     NodeArgs args, ArrayRef<ArgRef> results) {
   const size_t node = graph_.add_node(op, replay_keys(device), std::move(args));
-  graph_.reserve_results(node, results.size());
   for (const ArgRef& r : results) {
     if (r.kind == ArgRef::Kind::Tensor) {
       graph_.begin_result(node, false);
-      ids_.bind(r.tensor(), graph_.add_node_output(node, value_type_of(r.tensor())));
+      ids_.bind(r.tensor(), graph_.add_node_output(node, r.tensor()));
     } else if (r.kind == ArgRef::Kind::TensorList) {
       graph_.begin_result(node, true);
-      for (const Tensor& t : r.tensor_list()) ids_.bind(t, graph_.add_node_output(node, value_type_of(t)));
+      for (const Tensor& t : r.tensor_list()) ids_.bind(t, graph_.add_node_output(node, t));
     } else {
       const IValue v = r.box();
       STRATA_FAIL("trace", op.operator_name().to_string(), " returns a ", to_string(v.tag()),
@@ -169,7 +171,7 @@ void GraphRecorder::inside_recorded_call(F&& run) {
 void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
   const FunctionSchema& schema = op.schema();
   const size_t first = stack.size() - schema.arguments().size();
-  std::vector<NodeArg> args(schema.arguments().size());
+  NodeArgs args(schema.arguments().size());
   for (size_t i = first; i < stack.size(); ++i) {
     record_boxed_arg(schema.arguments()[i - first], stack[i], args[i - first]);
   }
@@ -198,7 +200,7 @@ void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
 void GraphRecorder::record_typed(const OperatorHandle& op, TypedCall& call) {
   const FunctionSchema& schema = op.schema();
   const ArrayRef<ArgRef> refs = call.arguments();
-  std::vector<NodeArg> args(refs.size());
+  NodeArgs args(refs.size());
   std::optional<Device> arg_device;
   auto seen = [&](const Tensor& t) {
     if (!arg_device && t.defined()) arg_device = t.device();
@@ -233,6 +235,6 @@ void GraphRecorder::record_typed(const OperatorHandle& op, TypedCall& call) {
 }
 
 TraceSession::TraceSession(const TraceOptions& options)
-    : recorder_(std::make_shared<GraphRecorder>(options)), guard_(recorder_) {}
+    : recorder_(options), guard_(recorder_.unowned()) {}
 
 }  // namespace strata

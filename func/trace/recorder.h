@@ -1,5 +1,6 @@
 #pragma once
 
+#include <forward_list>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -22,7 +23,7 @@ struct TraceOptions {
 
 // The dispatch mode trace() pushes: records the calls that reach it below every
 // transform layer (Note [Recording below the transforms] in recorder.cpp).
-class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<GraphRecorder> {
+class GraphRecorder : public DispatchMode {
  public:
   // Keeps a reference to options: they outlive the trace (trace()'s own, or the
   // enclosing recorder's).
@@ -32,13 +33,20 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // Real mode takes typed calls, except those of an op it decomposes.
   bool takes_typed(const OperatorHandle& op) const override;
   void dispatch_typed(const OperatorHandle& op, TypedCall& call) override;
+  // A pointer to this recorder that owns nothing, for the mode stack: whoever
+  // owns the recorder keeps it alive while it is pushed.
+  std::shared_ptr<GraphRecorder> unowned() {
+    return std::shared_ptr<GraphRecorder>(std::shared_ptr<void>(), this);
+  }
   // Control flow must be recorded as one node with subgraphs, not as the ops
   // of the branch this run took.
   bool allows_inline_higher_order_ops() const override { return false; }
 
   // A placeholder for one input leaf; returns the tensor the traced function
-  // gets for it (a fake one in fake mode).
-  Tensor add_input(const Tensor& leaf);
+  // gets for it: the leaf itself, which the caller keeps alive while the trace
+  // runs (the recorder borrows it), or a fake one in fake mode, or an alias of a
+  // leaf passed twice (so each is its own input), which the recorder keeps.
+  const Tensor& add_input(const Tensor& leaf);
   void add_output(const Tensor& leaf);
   Graph take_graph() { return std::move(graph_); }
 
@@ -56,7 +64,7 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // Note [Trace of random ops]).
   void record_boxed_arg(const Argument& schema_arg, const IValue& v, NodeArg& arg);
   void record_list(ArrayRef<Tensor> list, NodeArg& arg);
-  void add_node_results(const OperatorHandle& op, Device device, std::vector<NodeArg> args,
+  void add_node_results(const OperatorHandle& op, Device device, NodeArgs args,
                         ArrayRef<ArgRef> results);
   template <class F>
   void inside_recorded_call(F&& run);
@@ -77,6 +85,8 @@ class GraphRecorder : public DispatchMode, public std::enable_shared_from_this<G
   // recorder, and the tensors lifted from it (in the order of their inputs).
   GraphRecorder* parent_ = nullptr;
   std::vector<Tensor> captures_;
+  // The inputs add_input() made (a list: their addresses are handed out).
+  std::forward_list<Tensor> replaced_inputs_;
 };
 
 // Pushes a GraphRecorder for the session's scope; trace() uses it.
@@ -84,12 +94,15 @@ class TraceSession {
  public:
   // options must outlive the session.
   explicit TraceSession(const TraceOptions& options);
-  Tensor input(const Tensor& leaf) { return recorder_->add_input(leaf); }
-  void output(const Tensor& leaf) { recorder_->add_output(leaf); }
-  Graph finish() { return recorder_->take_graph(); }
+  // The tensor the traced function gets for leaf (GraphRecorder::add_input()).
+  const Tensor& input(const Tensor& leaf) { return recorder_.add_input(leaf); }
+  void output(const Tensor& leaf) { recorder_.add_output(leaf); }
+  Graph finish() { return recorder_.take_graph(); }
 
  private:
-  std::shared_ptr<GraphRecorder> recorder_;
+  // Held here, not on the heap: the mode stack gets a pointer that owns nothing
+  // (unowned()), and guard_, made after it and gone before it, pops it first.
+  GraphRecorder recorder_;
   DispatchModeGuard guard_;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "func/trace/decomposition.h"
@@ -14,6 +15,17 @@
 
 namespace strata {
 
+// What the traced function gets for one argument: a tensor argument by reference
+// (the argument itself, unless the session replaces it), any other tree rebuilt.
+template <class A>
+decltype(auto) traced_arg(TraceSession& session, const A& arg) {
+  if constexpr (std::is_same_v<A, Tensor>) {
+    return session.input(arg);
+  } else {
+    return tree::map(arg, [&](const Tensor& t) { return Tensor(session.input(t)); });
+  }
+}
+
 template <class F>
 class Traced {
  public:
@@ -22,8 +34,8 @@ class Traced {
   template <class... Args>
   Graph operator()(const Args&... args) const {
     TraceSession session(options_);
-    std::tuple<Args...> traced_args{
-        tree::map(args, [&](const Tensor& t) { return session.input(t); })...};
+    // Braced: the leaves become inputs in argument order.
+    std::tuple<decltype(traced_arg(session, args))...> traced_args{traced_arg(session, args)...};
     const auto out = std::apply(f_, traced_args);
     tree::for_each_leaf(out, [&](const Tensor& t) { session.output(t); });
     return session.finish();

@@ -148,7 +148,7 @@ const Entry kTyped[] = {
 // The entry for a kernel signature, or null. The usual case, the same type_info
 // object, is an address compare without a lock; type_info equality may compare
 // names (another shared object's copy), so those are looked up once and cached.
-const Entry* entry_for(const std::type_info& signature) {
+const Entry* scan_for(const std::type_info& signature) {
   for (const Entry& e : kTyped) {
     if (e.signature == &signature) return &e;
   }
@@ -162,6 +162,21 @@ const Entry* entry_for(const std::type_info& signature) {
     }
   }
   return it->second;
+}
+
+// A trace resolves the same few kernels again and again: each thread remembers
+// the entries it found in a small direct-mapped table in front of the scan (a
+// plain initial-exec thread_local: no TLS call, no lock).
+struct Memo {
+  const std::type_info* signature;
+  const Entry* entry;
+};
+thread_local Memo tls_memo[16] __attribute__((tls_model("initial-exec")));
+
+const Entry* entry_for(const std::type_info& signature) {
+  Memo& memo = tls_memo[(reinterpret_cast<uintptr_t>(&signature) >> 4) & 15];
+  if (memo.signature != &signature) memo = {&signature, scan_for(signature)};
+  return memo.entry;
 }
 
 }  // namespace

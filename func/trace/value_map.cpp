@@ -13,7 +13,7 @@ ValueMap::~ValueMap() {
   // A grown table is freed: the spare stays small.
   if (slots_.size() != kInitialSlots || !spare_.empty()) return;
   for (Slot& s : slots_) {
-    if (s.tensor.defined()) s = Slot{};
+    if (s.impl != nullptr) s = Slot{};
   }
   spare_.swap(slots_);
 }

@@ -9,9 +9,12 @@ namespace strata {
 
 // The recorder's map from a tensor (its TensorImpl's address) to its value id:
 // open addressing with linear probing, so binding a value allocates nothing until
-// the table grows. Each slot holds its tensor, so no bound address is reused
-// while the trace lasts. A trace's table, once emptied, is kept for the thread's
-// next trace, so a small trace allocates no table at all.
+// the table grows. A slot holds its tensor (bind()), so no bound address is reused
+// while the trace lasts, unless the caller keeps the tensor alive itself
+// (bind_borrowed(): the trace's inputs, which its caller holds throughout), which
+// saves a reference count taken and dropped per input. A trace's table, once
+// emptied, is kept for the thread's next trace, so a small trace allocates no
+// table at all.
 class ValueMap {
  public:
   ValueMap();
@@ -23,30 +26,22 @@ class ValueMap {
   int64_t find(const TensorImpl* impl) const {
     for (size_t i = index(impl);; i = (i + 1) & mask()) {
       const Slot& s = slots_[i];
-      if (s.tensor.impl() == impl) return s.id;
-      if (!s.tensor.defined()) return -1;
+      if (s.impl == impl) return s.id;
+      if (s.impl == nullptr) return -1;
     }
   }
 
   // Binds t to id, replacing the id of an in-place op's argument.
-  void bind(const Tensor& t, int64_t id) {
-    Slot& s = slot_for(t.impl());
-    if (!s.tensor.defined()) {
-      s.tensor = t;
-      if (++used_ * 2 > slots_.size()) {
-        s.id = id;
-        grow();
-        return;
-      }
-    }
-    s.id = id;
-  }
+  void bind(const Tensor& t, int64_t id) { insert(t, id, true); }
+  // The same for a tensor that outlives the map's use (no lookups after its end).
+  void bind_borrowed(const Tensor& t, int64_t id) { insert(t, id, false); }
 
  private:
   static constexpr size_t kInitialSlots = 32;  // a power of two
   struct Slot {
-    Tensor tensor;
+    const TensorImpl* impl = nullptr;
     int64_t id = -1;
+    Tensor owned;  // impl's tensor, unless it was bound borrowed
   };
 
   size_t mask() const { return slots_.size() - 1; }
@@ -57,18 +52,23 @@ class ValueMap {
   }
   Slot& slot_for(const TensorImpl* impl) {
     size_t i = index(impl);
-    while (slots_[i].tensor.defined() && slots_[i].tensor.impl() != impl) i = (i + 1) & mask();
+    while (slots_[i].impl != nullptr && slots_[i].impl != impl) i = (i + 1) & mask();
     return slots_[i];
+  }
+  void insert(const Tensor& t, int64_t id, bool own) {
+    Slot& s = slot_for(t.impl());
+    s.id = id;
+    if (own && !s.owned.defined()) s.owned = t;
+    if (s.impl == nullptr) {
+      s.impl = t.impl();
+      if (++used_ * 2 > slots_.size()) grow();
+    }
   }
   void grow() {
     std::vector<Slot> old(slots_.size() * 2);
     old.swap(slots_);
     for (Slot& s : old) {
-      if (s.tensor.defined()) {
-        Slot& to = slot_for(s.tensor.impl());
-        to.id = s.id;
-        to.tensor = std::move(s.tensor);
-      }
+      if (s.impl != nullptr) slot_for(s.impl) = std::move(s);
     }
   }
 
