@@ -85,8 +85,12 @@ std::vector<Tensor> select_lanes(const Tensor& pred, const std::vector<Tensor>& 
                                  const std::vector<Tensor>& b);
 
 // The number of steps of scan and map: the common size of dim 0 of the xs
-// leaves (at least one step).
+// leaves (0 too).
 int64_t scan_length(const char* op, const std::vector<Tensor>& xs);
+// What scan and map run their function on to learn its results' types: step
+// 0's slices, or for a length-0 leaf zeros of a slice's shape and dtype at
+// every transform level of the leaf.
+std::vector<Tensor> example_slices(const std::vector<Tensor>& xs);
 
 // Throws unless `got` has `expected`'s number of leaves and each leaf its shape
 // and dtype; the message names the leaf index and the field that differs.

@@ -25,12 +25,6 @@ std::optional<std::vector<Tensor>> run_unrecorded(const HigherOrderOperator& op,
   return std::nullopt;
 }
 
-std::vector<Tensor> slice(const std::vector<Tensor>& xs, size_t first, int64_t t) {
-  std::vector<Tensor> out;
-  for (size_t i = first; i < xs.size(); ++i) out.push_back(xs[i].select(0, t));
-  return out;
-}
-
 ValueType stacked(ValueType type, int64_t length) {
   DimVector sizes;
   sizes.push_back(length);
@@ -85,7 +79,7 @@ std::vector<Tensor> trace_scan(const HigherOrderOperator& op, const HopArgs& arg
   const std::vector<Tensor> xs(args.operands.begin() + carry_leaves, args.operands.end());
   const int64_t length = scan_length(op.name().c_str(), xs);
   std::vector<Tensor> step_args = carry;
-  for (Tensor& x : recording.unrecorded([&] { return slice(xs, 0, 0); })) step_args.push_back(std::move(x));
+  for (Tensor& x : recording.unrecorded([&] { return example_slices(xs); })) step_args.push_back(std::move(x));
   TracedFn step = recording.trace("step", args.fns[0], step_args);
   STRATA_CHECK(step.outputs.size() >= carry.size(), op.name().c_str(), "step returned ",
                step.outputs.size(), " tensor leaves, fewer than the carry's ", carry.size());
@@ -105,7 +99,7 @@ std::vector<Tensor> trace_map(const HigherOrderOperator& op, const HopArgs& args
   if (!layer_stack_empty()) return op.call(inline_hop_key(), args);
   const int64_t length = scan_length(op.name().c_str(), args.operands);
   TracedFn f = recording.trace("f", args.fns[0],
-                               recording.unrecorded([&] { return slice(args.operands, 0, 0); }));
+                               recording.unrecorded([&] { return example_slices(args.operands); }));
   std::vector<ValueType> types;
   for (const Tensor& y : f.outputs) types.push_back(stacked(value_type_of(y), length));
   return recording.finish(args, {std::move(f)}, types);

@@ -226,11 +226,9 @@ std::string tbb_one_vs_two_threads(const Program& p, std::mt19937_64& rng) {
   auto batched = [&] { return vmap([&](const Tensor& a, const Tensor& b) { return run(p, a, b); })(xs, ys); };
   std::string failure = agree("1 vs 2 TBB threads (vmap)", on(2, batched), on(1, batched), 0);
   // Integer sums over the whole leading dim could overflow int64: eager runs
-  // floating programs only; and none with a scan, which would step along that
-  // dim 65K times.
-  const bool scans = std::any_of(p.code.begin(), p.code.end(),
-                                 [](const Instruction& in) { return in.kind == OpKind::Scan; });
-  if (!failure.empty() || !floating(p) || scans) return failure;
+  // floating programs only; and none with a scan or map, which would step along
+  // that dim 65K times.
+  if (!failure.empty() || !floating(p) || steps_along_a_dim(p)) return failure;
   auto eager = [&] { return run(p, x, y); };
   return agree("1 vs 2 TBB threads (eager)", on(2, eager), on(1, eager), 0);
 }
