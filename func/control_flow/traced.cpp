@@ -1,6 +1,7 @@
 #include "func/control_flow/traced.h"
 
 #include "func/control_flow/lanes.h"
+#include "func/control_flow/traced_lowered.h"
 #include "func/trace/higher_order_recording.h"
 #include "tensor/error.h"
 #include "transforms/layer_stack.h"
@@ -11,7 +12,9 @@
 // their ops do not depend on data (the graph unrolls the steps); cond runs
 // inline when its predicate is per lane (both branches run and where() selects,
 // whatever the data); a concrete predicate or a loop's trip count would be this
-// run's choice, so those refuse.
+// run's choice, so those record one node on the values below the layers
+// (traced_lowered.cpp), inside vmap and functionalize; inside grad or jvp
+// they refuse.
 
 namespace strata::control_flow {
 
@@ -42,7 +45,7 @@ std::vector<Tensor> trace_cond(const HigherOrderOperator& op, const HopArgs& arg
   check_predicate(pred, op.name().c_str(), "the predicate");
   if (!layer_stack_empty()) {
     if (batched_at_any_level(pred)) return op.call(inline_hop_key(), args);
-    refuse_trace_under_transform(op, "its predicate is the same for every sample, so one branch runs");
+    return trace_cond_below_transforms(op, args, recording);
   }
   const std::vector<Tensor> operands(args.operands.begin() + 1, args.operands.end());
   TracedFn if_true = recording.trace("true_fn", args.fns[0], operands);
@@ -56,9 +59,7 @@ std::vector<Tensor> trace_cond(const HigherOrderOperator& op, const HopArgs& arg
 std::vector<Tensor> trace_while_loop(const HigherOrderOperator& op, const HopArgs& args) {
   const HigherOrderRecording recording(op);
   if (auto out = run_unrecorded(op, args, recording)) return *out;
-  if (!layer_stack_empty()) {
-    refuse_trace_under_transform(op, "the number of iterations is read from this run's values");
-  }
+  if (!layer_stack_empty()) return trace_while_loop_below_transforms(op, args, recording);
   TracedFn cond_fn = recording.trace("cond_fn", args.fns[0], args.operands);
   STRATA_CHECK(cond_fn.outputs.size() == 1, op.name().c_str(), "cond_fn must return one tensor, got ",
                cond_fn.outputs.size());
