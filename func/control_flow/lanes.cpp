@@ -80,6 +80,12 @@ void check_predicate(const Tensor& pred, const char* op, const char* what) {
                " and dtype ", to_string(pred.dtype()));
 }
 
+Tensor predicate_of(const char* op, const std::vector<Tensor>& cond_out) {
+  STRATA_CHECK(cond_out.size() == 1, op, "cond_fn must return one tensor, got ", cond_out.size());
+  check_predicate(cond_out.front(), op, "cond_fn's result");
+  return cond_out.front();
+}
+
 std::optional<bool> concrete_predicate(const Tensor& pred) {
   if (batched_at_any_level(pred)) return std::nullopt;
   return below_all_levels(pred).item<bool>();

@@ -17,6 +17,9 @@ namespace strata::control_flow {
 // A predicate must be a 0-dim Bool tensor (as each sample sees it).
 void check_predicate(const Tensor& pred, const char* op, const char* what);
 
+// A while_loop's predicate: cond_fn's one result, checked.
+Tensor predicate_of(const char* op, const std::vector<Tensor>& cond_out);
+
 // The predicate's value when it is the same for every sample: it is batched at
 // no vmap level (grad and jvp levels only wrap it). nullopt when it may differ
 // per lane; then the operators run every function and select per lane.

@@ -61,9 +61,7 @@ std::vector<Tensor> trace_while_loop(const HigherOrderOperator& op, const HopArg
   if (auto out = run_unrecorded(op, args, recording)) return *out;
   if (!layer_stack_empty()) return trace_while_loop_below_transforms(op, args, recording);
   TracedFn cond_fn = recording.trace("cond_fn", args.fns[0], args.operands);
-  STRATA_CHECK(cond_fn.outputs.size() == 1, op.name().c_str(), "cond_fn must return one tensor, got ",
-               cond_fn.outputs.size());
-  check_predicate(cond_fn.outputs.front(), op.name().c_str(), "cond_fn's result");
+  predicate_of(op.name().c_str(), cond_fn.outputs);
   TracedFn body_fn = recording.trace("body_fn", args.fns[1], args.operands);
   check_same_leaves(op.name().c_str(), "the body's result and the carry", "the carry",
                     args.operands, "body_fn", body_fn.outputs);

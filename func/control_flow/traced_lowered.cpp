@@ -127,12 +127,6 @@ class Lowering {
   std::vector<Level> levels_;
 };
 
-Tensor predicate_of(const char* op, const std::vector<Tensor>& cond_out) {
-  STRATA_CHECK(cond_out.size() == 1, op, "cond_fn must return one tensor, got ", cond_out.size());
-  check_predicate(cond_out.front(), op, "cond_fn's result");
-  return cond_out.front();
-}
-
 }  // namespace
 
 std::vector<Tensor> trace_cond_below_transforms(const HigherOrderOperator& op, const HopArgs& args,
