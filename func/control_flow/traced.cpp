@@ -13,7 +13,7 @@
 // inline when its predicate is per lane (both branches run and where() selects,
 // whatever the data); a concrete predicate or a loop's trip count would be this
 // run's choice, so those record one node on the values below the layers
-// (traced_lowered.cpp), inside vmap and functionalize; inside grad or jvp
+// (traced_lowered.cpp), inside vmap, jvp and functionalize; inside grad
 // they refuse.
 
 namespace strata::control_flow {

@@ -5,9 +5,9 @@
 #include "func/trace/higher_order_recording.h"
 
 // cond with a predicate the same for every sample, and while_loop, recorded
-// by trace() inside vmap and functionalize as one node on the values below the
-// layers (Note [Control flow traced inside vmap and functionalize]); inside
-// grad or jvp they refuse.
+// by trace() inside vmap, jvp and functionalize as one node on the values below
+// the layers (Note [Control flow traced inside vmap and functionalize]); inside
+// grad they refuse.
 
 namespace strata::control_flow {
 

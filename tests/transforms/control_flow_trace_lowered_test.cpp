@@ -1,11 +1,13 @@
-// cond and while_loop traced inside vmap and functionalize (Note [Control flow
-// traced inside vmap and functionalize]): one node on the values below the
+// cond and while_loop traced inside vmap, jvp and functionalize (Note [Control
+// flow traced inside vmap and functionalize]): one node on the values below the
 // layers, whose replay decides from its own data; each replay is checked
 // against a plain C++ if or loop over the samples.
 #include <gtest/gtest.h>
 #include <strata/strata.h>
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 
 #include "tests/test_support.h"
 
@@ -118,16 +120,43 @@ TEST(ControlFlowTraceLowered, CondInsideFunctionalizeAfterAViewWrite) {
   EXPECT_TRUE(allclose(g(xs).at(0), st::tensor({20.0, 60.0, -3.0, -7.0}, {2, 2})));
 }
 
-TEST(ControlFlowTraceLowered, InsideGradOrJvpStillRefused) {
+// Inside jvp the node's functions carry primal and tangent together: the
+// replay's tangent is the taken branch's, or the loop's over its steps.
+TEST(ControlFlowTraceLowered, InsideJvpTheNodeCarriesTangents) {
+  const st::Tensor x = st::tensor({0.5, 1.0}, {2});
+  const st::Tensor v = st::tensor({1.0, -2.0}, {2});
+  auto tangent_of_cond = [](const st::Tensor& p, const st::Tensor& t, const st::Tensor& y) {
+    return st::jvp([&](const st::Tensor& u) { return shared_choice(u, y); }, std::tuple{p}, std::tuple{t}).second;
+  };
+  const st::Tensor y = st::tensor({0.5, 0.25}, {2});
+  const st::Graph g = st::trace(tangent_of_cond)(x, v, y);
+  EXPECT_EQ(count(g, "strata::cond"), 1) << g.to_string();
+  // d/du sin(u) * s = cos(u) * s along t; d/du (u - 1) = t.
+  for (const st::Tensor& y2 : {y, -y}) {
+    const double s = y2.sum().item<double>();
+    const st::Tensor expected = s > 0 ? (x * 2.0).cos() * s * v : v;
+    EXPECT_TRUE(allclose(g(x * 2.0, v, y2).at(0), expected)) << s;
+  }
+  // grow: v <- 1.5 v + 1 until the sum passes 10, so the tangent is 1.5^steps t.
+  auto tangent_of_loop = [](const st::Tensor& p, const st::Tensor& t) {
+    return st::jvp([](const st::Tensor& u) { return grow(u).first; }, std::tuple{p}, std::tuple{t}).second;
+  };
+  const st::Graph lg = st::trace(tangent_of_loop)(x, v);
+  EXPECT_EQ(count(lg, "strata::while_loop"), 1) << lg.to_string();
+  for (const st::Tensor& input : {x, x * 4.0}) {
+    const double steps = grow(input).second.item<double>();
+    EXPECT_TRUE(allclose(lg(input, v).at(0), v * std::pow(1.5, steps))) << steps;
+  }
+}
+
+TEST(ControlFlowTraceLowered, InsideGradStillRefused) {
   const st::Tensor x = st::tensor({0.5, 1.0}, {2});
   auto loss = [](const st::Tensor& v) { return shared_choice(v, v).sum(); };
   expect_contains(error_message([&] { st::trace(st::grad(loss))(x); }),
-                  {"strata::cond", "inside a transform", "grad", "derivative rule"});
-  auto tangent = [](const st::Tensor& v) {
-    return st::jvp([](const st::Tensor& u) { return grow(u).first; }, std::tuple{v}, std::tuple{v}).second;
-  };
-  expect_contains(error_message([&] { st::trace(tangent)(x); }),
-                  {"strata::while_loop", "inside a transform", "jvp"});
+                  {"strata::cond", "inside a transform", "grad", "reverse-mode rule"});
+  auto loop_loss = [](const st::Tensor& v) { return grow(v).first.sum(); };
+  expect_contains(error_message([&] { st::trace(st::grad(loop_loss))(x); }),
+                  {"strata::while_loop", "inside a transform", "grad"});
 }
 
 }  // namespace
