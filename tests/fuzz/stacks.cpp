@@ -141,9 +141,16 @@ std::string float32_vs_float64(const Program& program, std::mt19937_64& rng) {
   const Inputs drawn = random_inputs(p, rng);
   const Tensor &x = drawn.x, &y = drawn.y;
   const Tensor x32 = x.to(kFloat32), y32 = y.to(kFloat32);
-  std::string error;
-  const std::optional<Tensor> out = attempt([&] { return run(p, x, y); }, error);
-  if (out && out->numel() > 0 && !(out->abs().max().item<double>() < 1e3)) return {};
+  // Skipped where a register passes 1e3: float32 then holds it only to about
+  // 1e-4 absolute, and a sin of it (sin(16233.7) in a while_loop's step) is off
+  // by that much, more than the check's relative tolerance of the result.
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    Program prefix = p;
+    prefix.code.resize(i + 1);
+    std::string error;
+    const std::optional<Tensor> r = attempt([&] { return run(prefix, x, y); }, error);
+    if (r && r->numel() > 0 && !(r->abs().max().item<double>() < 1e3)) return {};
+  }
   std::string failure = agree(
       "float32 vs float64", [&] { return run(p32, x32, y32); }, [&] { return run(p, x, y); }, 1e-4);
   if (!failure.empty()) return failure;
