@@ -169,8 +169,6 @@ size_t layer_stack_depth() { return state().layers.size(); }
 
 TransformKind layer_kind(size_t i) { return state().layers.at(i).interpreter->kind(); }
 
-const DynamicLayer& layer_at(size_t i) { return state().layers.at(i); }
-
 const DynamicLayer& top_layer(const char* what) {
   STRATA_CHECK(!state().layers.empty(), what, "no transform is running on this thread");
   return state().layers.back();

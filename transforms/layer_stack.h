@@ -119,8 +119,6 @@ const DynamicLayer& top_layer(const char* what);
 // bottom (outermost first), for tools that report where a call ran.
 size_t layer_stack_depth();
 TransformKind layer_kind(size_t i);
-// The i-th layer from the bottom.
-const DynamicLayer& layer_at(size_t i);
 // "grad(level 3) > vmap(level 2)" for errors and the dispatch trace.
 std::string describe_layer_stack();
 
