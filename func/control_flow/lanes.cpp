@@ -1,5 +1,6 @@
 #include "func/control_flow/lanes.h"
 
+#include "func/functionalize/functionalize_interpreter.h"
 #include "ops/elementwise.h"
 #include "tensor/error.h"
 #include "tensor/small_vector.h"
@@ -12,13 +13,11 @@ namespace strata::control_flow {
 
 namespace {
 
-// The value under a functionalize level's wrapper. A stale one (written
-// through a view since) would be an old value: refused rather than read.
-const Tensor& functional_value(const functionalization::FunctionalTensorWrapper& f) {
-  STRATA_CHECK(!f.is_stale(), "control flow",
-               "an operand or predicate under functionalize was written through a view of it "
-               "since it was last read (shape ", shape_string(f.sizes()),
-               "); pass a fresh tensor (clone it) to the control-flow operator");
+// The current value under a functionalize level's wrapper: one written
+// through a view since it was last read (stale) is regenerated first, as any
+// op reading it would (the view write's value, never the old one).
+const Tensor& functional_value(functionalization::FunctionalTensorWrapper& f) {
+  functionalization::sync_from_above(f);
   return f.value();
 }
 
@@ -31,7 +30,7 @@ Tensor below_all_levels(const Tensor& t) {
       current = w->value();
     } else if (const batching::BatchedTensorImpl* b = batching::as_batched(current)) {
       current = b->value();
-    } else if (const auto* f = functionalization::as_functional(current)) {
+    } else if (auto* f = functionalization::as_functional(current)) {
       current = functional_value(*f);
     } else {
       return current;
@@ -51,7 +50,7 @@ std::optional<Tensor> without_autodiff_levels(const Tensor& t) {
     if (!inner) return std::nullopt;
     return batching::make_batched(*inner, b->bdim(), b->level());
   }
-  if (const auto* f = functionalization::as_functional(t)) {
+  if (auto* f = functionalization::as_functional(t)) {
     std::optional<Tensor> inner = without_autodiff_levels(functional_value(*f));
     if (!inner) return std::nullopt;
     return functionalization::make_functional(*inner, f->level());
@@ -66,8 +65,8 @@ bool batched_at_any_level(const Tensor& t) {
   while (true) {
     if (const TensorWrapper* w = as_wrapper(current)) {
       current = w->value();
-    } else if (const auto* f = functionalization::as_functional(current)) {
-      current = f->value();
+    } else if (auto* f = functionalization::as_functional(current)) {
+      current = functional_value(*f);
     } else {
       return batching::as_batched(current) != nullptr;
     }
@@ -79,6 +78,12 @@ void check_predicate(const Tensor& pred, const char* op, const char* what) {
   STRATA_CHECK(pred.dtype() == kBool && pred.dim() == 0, op, what,
                " must be a 0-dim Bool tensor, got shape ", shape_string(pred.sizes()),
                " and dtype ", to_string(pred.dtype()));
+}
+
+Tensor predicate_of(const char* op, const std::vector<Tensor>& cond_out) {
+  STRATA_CHECK(cond_out.size() == 1, op, "cond_fn must return one tensor, got ", cond_out.size());
+  check_predicate(cond_out.front(), op, "cond_fn's result");
+  return cond_out.front();
 }
 
 std::optional<bool> concrete_predicate(const Tensor& pred) {

@@ -17,6 +17,9 @@ namespace strata::control_flow {
 // A predicate must be a 0-dim Bool tensor (as each sample sees it).
 void check_predicate(const Tensor& pred, const char* op, const char* what);
 
+// A while_loop's predicate: cond_fn's one result, checked.
+Tensor predicate_of(const char* op, const std::vector<Tensor>& cond_out);
+
 // The predicate's value when it is the same for every sample: it is batched at
 // no vmap level (grad and jvp levels only wrap it). nullopt when it may differ
 // per lane; then the operators run every function and select per lane.
@@ -85,8 +88,12 @@ std::vector<Tensor> select_lanes(const Tensor& pred, const std::vector<Tensor>& 
                                  const std::vector<Tensor>& b);
 
 // The number of steps of scan and map: the common size of dim 0 of the xs
-// leaves (at least one step).
+// leaves (0 too).
 int64_t scan_length(const char* op, const std::vector<Tensor>& xs);
+// What scan and map run their function on to learn its results' types: step
+// 0's slices, or for a length-0 leaf zeros of a slice's shape and dtype at
+// every transform level of the leaf.
+std::vector<Tensor> example_slices(const std::vector<Tensor>& xs);
 
 // Throws unless `got` has `expected`'s number of leaves and each leaf its shape
 // and dtype; the message names the leaf index and the field that differs.

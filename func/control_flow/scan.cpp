@@ -16,15 +16,37 @@ int64_t scan_length(const char* op, const std::vector<Tensor>& xs) {
                  xs[0].sizes()[0], " steps (shape ", shape_string(xs[0].sizes()), "), leaf ", i,
                  " has ", xs[i].sizes()[0], " (shape ", shape_string(xs[i].sizes()), ")");
   }
-  const int64_t length = xs[0].sizes()[0];
-  STRATA_CHECK(length > 0, op, "xs has length 0; the result's shapes need at least one step");
-  return length;
+  return xs[0].sizes()[0];
+}
+
+std::vector<Tensor> example_slices(const std::vector<Tensor>& xs) {
+  std::vector<Tensor> slices;
+  slices.reserve(xs.size());
+  for (const Tensor& x : xs) {
+    if (x.sizes()[0] > 0) {
+      slices.push_back(x.select(0, 0));
+      continue;
+    }
+    // A sum over the empty dim: zeros of a slice's shape at every level of x.
+    Tensor zero = x.sum({0});
+    slices.push_back(zero.dtype() == x.dtype() ? zero : zero.to(x.dtype()));
+  }
+  return slices;
 }
 
 namespace {
 
 void append_step(std::vector<Tensor>& args, const std::vector<Tensor>& xs, int64_t t) {
   for (const Tensor& x : xs) args.push_back(x.select(0, t));
+}
+
+// The results of a function run on example_slices() only, for their shapes and
+// dtypes: each stacked along a new dim 0 of length 0.
+std::vector<Tensor> no_steps(const std::vector<Tensor>& example) {
+  std::vector<Tensor> stacked;
+  stacked.reserve(example.size());
+  for (const Tensor& y : example) stacked.push_back(stack({y}, 0).narrow(0, 0, 0));
+  return stacked;
 }
 
 // Each step's results stacked along a new dim 0, in step order; `ys[t]` holds step t's.
@@ -43,7 +65,19 @@ std::vector<Tensor> stack_steps(const char* op, const std::vector<std::vector<Te
   return stacked;
 }
 
+// Throws unless a step's results begin with a new carry like `carry`.
+void check_step_carry(const char* name, const std::vector<Tensor>& carry,
+                      const std::vector<Tensor>& out) {
+  STRATA_CHECK(out.size() >= carry.size(), name, "step returned ", out.size(),
+               " tensor leaves, fewer than the carry's ", carry.size());
+  const std::vector<Tensor> next(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(carry.size()));
+  check_same_leaves(name, "the step's carry and the carry", "the carry", carry, "step", next);
+}
+
 // Inline at every key (Note [Control flow runs inline under grad, jvp and vmap]).
+// Over a length-0 dim the result is the initial carry and ys of length 0, their
+// shapes and dtypes from one step run on example_slices() (as jax.lax.scan
+// traces its step once whatever the length); that step's values are dropped.
 std::vector<Tensor> run_scan(const HigherOrderOperator& op, const HopArgs& args) {
   const char* name = op.name().c_str();
   const auto carry_leaves = static_cast<size_t>(args.attrs.at(0));
@@ -51,6 +85,17 @@ std::vector<Tensor> run_scan(const HigherOrderOperator& op, const HopArgs& args)
   std::vector<Tensor> carry(args.operands.begin(), args.operands.begin() + carry_leaves);
   const std::vector<Tensor> xs(args.operands.begin() + carry_leaves, args.operands.end());
   const int64_t length = scan_length(name, xs);
+  if (length == 0) {
+    std::vector<Tensor> step_args = carry;
+    for (Tensor& x : example_slices(xs)) step_args.push_back(std::move(x));
+    const std::vector<Tensor> out =
+        call_without_writes(name, "step", args.fns[0], step_args, {"carry", carry_leaves, "xs"});
+    check_step_carry(name, carry, out);
+    std::vector<Tensor> result = std::move(carry);
+    const std::vector<Tensor> ys(out.begin() + static_cast<std::ptrdiff_t>(carry_leaves), out.end());
+    for (Tensor& y : no_steps(ys)) result.push_back(std::move(y));
+    return result;
+  }
   std::vector<std::vector<Tensor>> ys(static_cast<size_t>(length));
   for (int64_t i = 0; i < length; ++i) {
     const int64_t t = reverse ? length - 1 - i : i;
@@ -58,11 +103,8 @@ std::vector<Tensor> run_scan(const HigherOrderOperator& op, const HopArgs& args)
     append_step(step_args, xs, t);
     std::vector<Tensor> out =
         call_without_writes(name, "step", args.fns[0], step_args, {"carry", carry_leaves, "xs"});
-    STRATA_CHECK(out.size() >= carry.size(), name, "step returned ", out.size(),
-                 " tensor leaves, fewer than the carry's ", carry.size());
-    std::vector<Tensor> next(out.begin(), out.begin() + carry_leaves);
-    check_same_leaves(name, "the step's carry and the carry", "the carry", carry, "step", next);
-    carry = std::move(next);
+    check_step_carry(name, carry, out);
+    carry.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(carry_leaves));
     ys[static_cast<size_t>(t)].assign(out.begin() + carry_leaves, out.end());
   }
   std::vector<Tensor> result = std::move(carry);
@@ -73,6 +115,9 @@ std::vector<Tensor> run_scan(const HigherOrderOperator& op, const HopArgs& args)
 std::vector<Tensor> run_map(const HigherOrderOperator& op, const HopArgs& args) {
   const char* name = op.name().c_str();
   const int64_t length = scan_length(name, args.operands);
+  if (length == 0) {
+    return no_steps(call_without_writes(name, "f", args.fns[0], example_slices(args.operands), {"xs"}));
+  }
   std::vector<std::vector<Tensor>> ys;
   ys.reserve(static_cast<size_t>(length));
   for (int64_t t = 0; t < length; ++t) {

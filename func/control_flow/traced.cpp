@@ -1,6 +1,7 @@
 #include "func/control_flow/traced.h"
 
 #include "func/control_flow/lanes.h"
+#include "func/control_flow/traced_lowered.h"
 #include "func/trace/higher_order_recording.h"
 #include "tensor/error.h"
 #include "transforms/layer_stack.h"
@@ -11,7 +12,9 @@
 // their ops do not depend on data (the graph unrolls the steps); cond runs
 // inline when its predicate is per lane (both branches run and where() selects,
 // whatever the data); a concrete predicate or a loop's trip count would be this
-// run's choice, so those refuse.
+// run's choice, so those record one node on the values below the layers
+// (traced_lowered.cpp), inside vmap, jvp and functionalize; inside grad
+// they refuse.
 
 namespace strata::control_flow {
 
@@ -23,12 +26,6 @@ std::optional<std::vector<Tensor>> run_unrecorded(const HigherOrderOperator& op,
                                                   const HigherOrderRecording& recording) {
   if (!recording.recording()) return op.call(inline_hop_key(), args);
   return std::nullopt;
-}
-
-std::vector<Tensor> slice(const std::vector<Tensor>& xs, size_t first, int64_t t) {
-  std::vector<Tensor> out;
-  for (size_t i = first; i < xs.size(); ++i) out.push_back(xs[i].select(0, t));
-  return out;
 }
 
 ValueType stacked(ValueType type, int64_t length) {
@@ -48,7 +45,7 @@ std::vector<Tensor> trace_cond(const HigherOrderOperator& op, const HopArgs& arg
   check_predicate(pred, op.name().c_str(), "the predicate");
   if (!layer_stack_empty()) {
     if (batched_at_any_level(pred)) return op.call(inline_hop_key(), args);
-    refuse_trace_under_transform(op, "its predicate is the same for every sample, so one branch runs");
+    return trace_cond_below_transforms(op, args, recording);
   }
   const std::vector<Tensor> operands(args.operands.begin() + 1, args.operands.end());
   TracedFn if_true = recording.trace("true_fn", args.fns[0], operands);
@@ -62,13 +59,9 @@ std::vector<Tensor> trace_cond(const HigherOrderOperator& op, const HopArgs& arg
 std::vector<Tensor> trace_while_loop(const HigherOrderOperator& op, const HopArgs& args) {
   const HigherOrderRecording recording(op);
   if (auto out = run_unrecorded(op, args, recording)) return *out;
-  if (!layer_stack_empty()) {
-    refuse_trace_under_transform(op, "the number of iterations is read from this run's values");
-  }
+  if (!layer_stack_empty()) return trace_while_loop_below_transforms(op, args, recording);
   TracedFn cond_fn = recording.trace("cond_fn", args.fns[0], args.operands);
-  STRATA_CHECK(cond_fn.outputs.size() == 1, op.name().c_str(), "cond_fn must return one tensor, got ",
-               cond_fn.outputs.size());
-  check_predicate(cond_fn.outputs.front(), op.name().c_str(), "cond_fn's result");
+  predicate_of(op.name().c_str(), cond_fn.outputs);
   TracedFn body_fn = recording.trace("body_fn", args.fns[1], args.operands);
   check_same_leaves(op.name().c_str(), "the body's result and the carry", "the carry",
                     args.operands, "body_fn", body_fn.outputs);
@@ -85,7 +78,7 @@ std::vector<Tensor> trace_scan(const HigherOrderOperator& op, const HopArgs& arg
   const std::vector<Tensor> xs(args.operands.begin() + carry_leaves, args.operands.end());
   const int64_t length = scan_length(op.name().c_str(), xs);
   std::vector<Tensor> step_args = carry;
-  for (Tensor& x : recording.unrecorded([&] { return slice(xs, 0, 0); })) step_args.push_back(std::move(x));
+  for (Tensor& x : recording.unrecorded([&] { return example_slices(xs); })) step_args.push_back(std::move(x));
   TracedFn step = recording.trace("step", args.fns[0], step_args);
   STRATA_CHECK(step.outputs.size() >= carry.size(), op.name().c_str(), "step returned ",
                step.outputs.size(), " tensor leaves, fewer than the carry's ", carry.size());
@@ -105,7 +98,7 @@ std::vector<Tensor> trace_map(const HigherOrderOperator& op, const HopArgs& args
   if (!layer_stack_empty()) return op.call(inline_hop_key(), args);
   const int64_t length = scan_length(op.name().c_str(), args.operands);
   TracedFn f = recording.trace("f", args.fns[0],
-                               recording.unrecorded([&] { return slice(args.operands, 0, 0); }));
+                               recording.unrecorded([&] { return example_slices(args.operands); }));
   std::vector<ValueType> types;
   for (const Tensor& y : f.outputs) types.push_back(stacked(value_type_of(y), length));
   return recording.finish(args, {std::move(f)}, types);

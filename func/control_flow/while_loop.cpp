@@ -7,13 +7,6 @@ namespace strata::control_flow {
 
 namespace {
 
-Tensor predicate_of(const HigherOrderOperator& op, const std::vector<Tensor>& cond_out) {
-  STRATA_CHECK(cond_out.size() == 1, op.name().c_str(), "cond_fn must return one tensor, got ",
-               cond_out.size());
-  check_predicate(cond_out.front(), op.name().c_str(), "cond_fn's result");
-  return cond_out.front();
-}
-
 // Inline at every key (Note [Control flow runs inline under grad, jvp and vmap]).
 // A per-lane predicate runs the body while any lane continues; finished lanes
 // keep their carry.
@@ -24,7 +17,7 @@ std::vector<Tensor> run_while_loop(const HigherOrderOperator& op, const HopArgs&
   const ArgNames names{"carry"};
   std::vector<Tensor> carry = args.operands;
   while (true) {
-    const Tensor pred = predicate_of(op, call_without_writes(name, "cond_fn", cond_fn, carry, names));
+    const Tensor pred = predicate_of(name, call_without_writes(name, "cond_fn", cond_fn, carry, names));
     const std::optional<bool> go_on = concrete_predicate(pred);
     if (go_on ? !*go_on : !any_lane(pred)) return carry;
     std::vector<Tensor> next = go_on ? call_without_writes(name, "body_fn", body_fn, carry, names)

@@ -307,6 +307,23 @@ void sync(FunctionalTensorWrapper& w, Remove remove) {
   w.set_value(replay(w.steps(), base.value, remove));
 }
 
+void sync_from_above(FunctionalTensorWrapper& w) {
+  if (!w.is_stale()) return;
+  STRATA_CHECK(!layer_stack_empty() && top_layer("functionalize").level >= w.level(),
+               "functionalize", "a tensor of functionalize(level ", w.level(),
+               ") was read after that transform returned (running: ", describe_layer_stack(), ")");
+  const DynamicLayer& top = top_layer("functionalize");
+  if (top.level > w.level()) {
+    const BelowTopLayer below;
+    sync_from_above(w);
+    return;
+  }
+  const auto* interpreter = dynamic_cast<const FunctionalizeInterpreter*>(top.interpreter.get());
+  STRATA_CHECK(interpreter != nullptr, "functionalize", "level ", w.level(),
+               " is not a functionalize layer (running: ", describe_layer_stack(), ")");
+  sync(w, interpreter->remove());
+}
+
 void FunctionalizeInterpreter::process(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   // A composite view with a _copy form (t, split, unbind) stays one op when views
   // are removed, so that its _copy form is what runs.

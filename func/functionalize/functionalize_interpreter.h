@@ -47,6 +47,11 @@ class FunctionalizeInterpreter final : public Interpreter {
 
 // Brings a stale wrapper up to date with its root (the level's layer on top).
 void sync(FunctionalTensorWrapper& w, Remove remove);
+// The same from code running above the wrapper's level (a control-flow
+// operator under a transform that functionalize runs beneath): the layers
+// above that level are off the stack while the view steps replay. Throws if
+// the level is not running.
+void sync_from_above(FunctionalTensorWrapper& w);
 
 // Whether a write into `base` may go in place into its memory (Note [Writing
 // the root's memory]): this level is the only layer, no mode watches the ops

@@ -45,7 +45,10 @@ int64_t GraphRecorder::value_of(const Tensor& t) {
 
 const Tensor& GraphRecorder::add_input(const Tensor& leaf) {
   STRATA_CHECK(leaf.defined(), "trace", "an input leaf is an undefined tensor");
-  STRATA_CHECK(layer_stack_empty(), "trace", "trace() inside a transform (",
+  // A subgraph's inputs are values below the layers (a control-flow function
+  // traced inside a transform: Note [Control flow traced inside vmap and
+  // functionalize]), so only trace() itself must start outside every transform.
+  STRATA_CHECK(parent_ != nullptr || layer_stack_empty(), "trace", "trace() inside a transform (",
                describe_layer_stack(), ") is not supported; trace the transformed function");
   const bool replace = options_.mode == TraceMode::Fake || ids_.find(leaf.impl()) >= 0;
   if (replace) {

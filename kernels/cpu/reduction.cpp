@@ -3,7 +3,9 @@
 #include "kernels/cpu/reduction.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -90,19 +92,32 @@ constexpr bool kFloating = std::is_floating_point_v<T>;
 // at the speed of a float32 loop. (Eigen 3.4 cannot vectorise a float-to-double
 // cast, so summing converted values directly would run scalar.) Column and strided
 // loops convert each value and accumulate in double outright.
+//
+// Note [Sums do not depend on the address]
+// Eigen's vectorised sum of an unaligned Map adds the values before the first
+// packet-aligned address one by one and starts its packets there, so its order,
+// and the last bit of the result, would depend on where the row lies: a row of a
+// matrix and its contiguous copy (as functionalize makes of a view) would sum
+// differently. A block that does not start on a 64-byte boundary (every packet's
+// alignment) is summed from an aligned copy instead, so a sum depends only on the
+// values and their count. Rows of fresh tensors start aligned and are not copied.
 constexpr int64_t kSumBlock = 256;
+constexpr size_t kSumAlignment = 64;
 
 template <class T, class BlockSum>
 double blocked_sum(const T* p, int64_t n, BlockSum block_sum) {
-  if constexpr (std::is_same_v<T, double>) {
-    return block_sum(EigenRow<T>(p, n));
-  } else {
-    double total = 0;
-    for (int64_t i = 0; i < n; i += kSumBlock) {
-      total += block_sum(EigenRow<T>(p + i, std::min(kSumBlock, n - i)));
+  alignas(kSumAlignment) T copy[kSumBlock];
+  double total = 0;
+  for (int64_t i = 0; i < n; i += kSumBlock) {
+    const int64_t len = std::min(kSumBlock, n - i);
+    const T* block = p + i;
+    if (reinterpret_cast<std::uintptr_t>(block) % kSumAlignment != 0) {
+      std::copy(block, block + len, copy);
+      block = copy;
     }
-    return total;
+    total += block_sum(EigenRow<T>(block, len));
   }
+  return total;
 }
 
 template <class T, class Out, SumKind kKind>

@@ -144,6 +144,7 @@ const std::vector<Check>& all_checks() {
     };
     all.insert(all.end(), stack_checks().begin(), stack_checks().end());
     all.insert(all.end(), nested_checks().begin(), nested_checks().end());
+    all.insert(all.end(), error_checks().begin(), error_checks().end());
     return all;
   }();
   return checks;

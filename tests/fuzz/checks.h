@@ -19,13 +19,16 @@ struct Check {
   std::string run(const Program& p, std::mt19937_64& rng) const;
 };
 
-// Every check: the first ones (checks.cpp), stack_checks() (stacks.cpp) and
-// nested_checks() (nested.cpp).
+// Every check: the first ones (checks.cpp), stack_checks() (stacks.cpp),
+// nested_checks() (nested.cpp) and error_checks() (errors.cpp).
 const std::vector<Check>& all_checks();
 // Functionalize, trace + replay, cond, custom functions, float32, threads, TBB threads.
 const std::vector<Check>& stack_checks();
 // Random stacks of up to 4 transforms against a stack of reference transforms.
 const std::vector<Check>& nested_checks();
+// A bad program raises a strata::Error naming its failing op, eagerly and under
+// a random stack of transforms.
+const std::vector<Check>& error_checks();
 // The stacks nested_checks() drew: each distinct sequence of layer kinds, outermost
 // first ("jacrev > vmap > "), and how many stacks of each depth (0 to 4).
 struct NestedCoverage {

@@ -7,24 +7,12 @@
 #include <sstream>
 
 #include "tests/fuzz/check_support.h"
+#include "tests/fuzz/layers.h"
 
 namespace strata::fuzz {
 namespace {
 
 using Shape = std::vector<int64_t>;
-using Fn = std::function<Tensor(const Tensor&)>;
-
-enum class LayerKind : uint8_t { Vmap, Grad, Vjp, Jvp, Jacrev, Jacfwd, Functionalize, Replay };
-inline constexpr int kNumLayerKinds = 8;
-
-// One layer with its random choices drawn; `operand` is grad's weights, vjp's
-// cotangent, jvp's tangent, or the input a trace is taken at.
-struct Layer {
-  LayerKind kind;
-  int64_t in_dim = 0, out_dim = 0, chunk_size = 0;
-  Remove remove = Remove::Mutations;
-  Tensor operand;
-};
 
 // Layers keep every shape under this many elements (a Jacobian multiplies sizes).
 inline constexpr int64_t kMaxElements = 64;
@@ -35,8 +23,8 @@ Shape concat(const Shape& a, const Shape& b) {
   return out;
 }
 
-// Draws a layer for a function from `in` to `out` and updates both shapes;
-// nullopt when the drawn kind would make a shape too large.
+}  // namespace
+
 std::optional<Layer> draw_layer(std::mt19937_64& rng, Shape& in, Shape& out) {
   Layer layer{static_cast<LayerKind>(rng() % kNumLayerKinds)};
   switch (layer.kind) {
@@ -75,6 +63,14 @@ std::optional<Layer> draw_layer(std::mt19937_64& rng, Shape& in, Shape& out) {
   return std::nullopt;
 }
 
+std::vector<Layer> draw_stack(std::mt19937_64& rng, int depth, Shape& in, Shape& out) {
+  std::vector<Layer> layers;
+  for (int tries = 0; static_cast<int>(layers.size()) < depth && tries < 16; ++tries) {
+    if (std::optional<Layer> layer = draw_layer(rng, in, out)) layers.push_back(std::move(*layer));
+  }
+  return layers;
+}
+
 const char* name(LayerKind kind) {
   static const char* const names[kNumLayerKinds] = {"vmap",   "grad",   "vjp",           "jvp",
                                                     "jacrev", "jacfwd", "functionalize", "replay"};
@@ -102,6 +98,8 @@ std::string describe(const std::vector<Layer>& layers) {
   return out.str();
 }
 
+namespace {
+
 // J (out + in dims) contracted with v over its leading `rank` dims (v of those
 // dims) or, when `leading` is false, over its trailing ones.
 Tensor contract(const Tensor& jacobian, const Tensor& v, bool leading) {
@@ -116,7 +114,8 @@ Tensor contract(const Tensor& jacobian, const Tensor& v, bool leading) {
   return (jacobian * v.reshape(v_shape)).sum(dims);
 }
 
-// The layer applied to f with the transform under test.
+}  // namespace
+
 Fn transformed(const Layer& layer, Fn f) {
   switch (layer.kind) {
     case LayerKind::Vmap:
@@ -144,6 +143,8 @@ Fn transformed(const Layer& layer, Fn f) {
   }
   return f;
 }
+
+namespace {
 
 // The same layer by another route.
 Fn reference(const Layer& layer, Fn f) {
@@ -184,11 +185,7 @@ std::string stack_vs_reference(const Program& drawn, std::mt19937_64& rng) {
   const Program p = in_float64(drawn);
   const Tensor y = random_tensor(rng, p.y_shape);
   Shape in = p.shape, out = output_shape(p);
-  std::vector<Layer> layers;
-  const int depth = 1 + static_cast<int>(rng() % 4);
-  for (int tries = 0; static_cast<int>(layers.size()) < depth && tries < 16; ++tries) {
-    if (std::optional<Layer> layer = draw_layer(rng, in, out)) layers.push_back(std::move(*layer));
-  }
+  const std::vector<Layer> layers = draw_stack(rng, 1 + static_cast<int>(rng() % 4), in, out);
   std::string kinds;
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) kinds += std::string(name(it->kind)) + " > ";
   nested_coverage().stacks.insert(kinds);

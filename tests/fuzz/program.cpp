@@ -12,7 +12,7 @@ const char* name(OpKind kind) {
   static const char* const names[kNumOpKinds] = {
       "exp(tanh)", "sin", "square",   "sigmoid",   "add",  "sub",
       "mul",       "div", "mul(sum)", "mul(mean)", "add_", "mul_ through a view", "sum(0, keepdim)",
-      "cond",      "while_loop", "scan"};
+      "cond",      "while_loop", "scan", "map"};
   return names[static_cast<int>(kind)];
 }
 
@@ -116,7 +116,9 @@ Program random_program(std::mt19937_64& rng) {
     Instruction in{kind, static_cast<int>(rng() % n), static_cast<int>(rng() % n)};
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) std::swap(in.a, in.b);
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) in.kind = OpKind::Mul;
-    if (in.kind == OpKind::Scan && registers[in.a].empty()) in.kind = OpKind::Sin;
+    if ((in.kind == OpKind::Scan || in.kind == OpKind::Map) && registers[in.a].empty()) {
+      in.kind = OpKind::Sin;
+    }
     registers.push_back(result_shape(in, registers[in.a], registers[in.b]));
     p.code.push_back(in);
   }
@@ -151,6 +153,16 @@ Tensor scan_op(const Tensor& a) {
       [](const Tensor& c, const Tensor& x) { return std::pair{c * 0.5 + x.sin(), c * x}; },
       a.sum({0}) * 0.5, a);
   return ys + last;
+}
+
+Tensor map_op(const Tensor& a) {
+  return map([](const Tensor& row) { return row.sin() * row.sum(); }, a);
+}
+
+bool steps_along_a_dim(const Program& p) {
+  return std::any_of(p.code.begin(), p.code.end(), [](const Instruction& in) {
+    return in.kind == OpKind::Scan || in.kind == OpKind::Map;
+  });
 }
 
 int64_t num_elements(const std::vector<int64_t>& shape) {
@@ -196,6 +208,7 @@ Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
       case OpKind::Cond: r.push_back(cond_op(a, b)); break;
       case OpKind::WhileLoop: r.push_back(while_loop_op(a, b)); break;
       case OpKind::Scan: r.push_back(scan_op(a)); break;
+      case OpKind::Map: r.push_back(map_op(a)); break;
     }
   }
   return r.back();
@@ -204,9 +217,9 @@ Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
 std::string to_cpp(const Program& p) {
   std::ostringstream out;
   const bool control_flow = std::any_of(p.code.begin(), p.code.end(), [](const Instruction& in) {
-    return in.kind == OpKind::Cond || in.kind == OpKind::WhileLoop || in.kind == OpKind::Scan;
+    return in.kind >= OpKind::Cond;
   });
-  if (control_flow) out << "// cond_op, while_loop_op, scan_op: copy them from tests/fuzz/program.cpp\n";
+  if (control_flow) out << "// cond_op, while_loop_op, scan_op, map_op: copy them from tests/fuzz/program.cpp\n";
   out << "// inputs x of shape " << shape_string(p.shape) << ", y of shape "
       << shape_string(p.y_shape) << "\n";
   out << "auto f = [](const Tensor& x, const Tensor& y) {\n";
@@ -249,6 +262,7 @@ std::string to_cpp(const Program& p) {
       case OpKind::Cond: out << "r.push_back(cond_op(" << a << ", " << b << "));"; break;
       case OpKind::WhileLoop: out << "r.push_back(while_loop_op(" << a << ", " << b << "));"; break;
       case OpKind::Scan: out << "r.push_back(scan_op(" << a << "));"; break;
+      case OpKind::Map: out << "r.push_back(map_op(" << a << "));"; break;
     }
     out << "\n";
   }

@@ -33,8 +33,9 @@ enum class OpKind : uint8_t {
   Cond,       // cond(a.sum() > 0, a * b, a - sin(b))
   WhileLoop,  // a carried through sin(v) * 0.9 + 0.1 * b.sum(), 1 or 2 times (v.sum() > 0)
   Scan,       // a scan over a's dim 0 (a not 0-dim): carry c * 0.5 + sin(x), ys c * x; ys + last
+  Map,        // map over a's dim 0 (a not 0-dim) of sin(row) * row.sum()
 };
-inline constexpr int kNumOpKinds = 16;
+inline constexpr int kNumOpKinds = 17;
 
 struct Instruction {
   OpKind kind;
@@ -61,11 +62,14 @@ std::vector<int64_t> output_shape(const Program& p);
 Tensor run(const Program& p, const Tensor& x, const Tensor& y);
 // The program as C++ a regression test can paste.
 std::string to_cpp(const Program& p);
-// The control-flow instructions (OpKind::Cond, WhileLoop, Scan); a reproducer
-// that uses one copies it from program.cpp.
+// The control-flow instructions (OpKind::Cond, WhileLoop, Scan, Map); a
+// reproducer that uses one copies it from program.cpp.
 Tensor cond_op(const Tensor& a, const Tensor& b);
 Tensor while_loop_op(const Tensor& a, const Tensor& b);
 Tensor scan_op(const Tensor& a);
+Tensor map_op(const Tensor& a);
+// Whether p steps along a dim of its register (scan, map).
+bool steps_along_a_dim(const Program& p);
 // Program names for the report: "exp", "add_", ...
 const char* name(OpKind kind);
 

@@ -141,9 +141,16 @@ std::string float32_vs_float64(const Program& program, std::mt19937_64& rng) {
   const Inputs drawn = random_inputs(p, rng);
   const Tensor &x = drawn.x, &y = drawn.y;
   const Tensor x32 = x.to(kFloat32), y32 = y.to(kFloat32);
-  std::string error;
-  const std::optional<Tensor> out = attempt([&] { return run(p, x, y); }, error);
-  if (out && out->numel() > 0 && !(out->abs().max().item<double>() < 1e3)) return {};
+  // Skipped where a register passes 1e3: float32 then holds it only to about
+  // 1e-4 absolute, and a sin of it (sin(16233.7) in a while_loop's step) is off
+  // by that much, more than the check's relative tolerance of the result.
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    Program prefix = p;
+    prefix.code.resize(i + 1);
+    std::string error;
+    const std::optional<Tensor> r = attempt([&] { return run(prefix, x, y); }, error);
+    if (r && r->numel() > 0 && !(r->abs().max().item<double>() < 1e3)) return {};
+  }
   std::string failure = agree(
       "float32 vs float64", [&] { return run(p32, x32, y32); }, [&] { return run(p, x, y); }, 1e-4);
   if (!failure.empty()) return failure;
@@ -226,11 +233,9 @@ std::string tbb_one_vs_two_threads(const Program& p, std::mt19937_64& rng) {
   auto batched = [&] { return vmap([&](const Tensor& a, const Tensor& b) { return run(p, a, b); })(xs, ys); };
   std::string failure = agree("1 vs 2 TBB threads (vmap)", on(2, batched), on(1, batched), 0);
   // Integer sums over the whole leading dim could overflow int64: eager runs
-  // floating programs only; and none with a scan, which would step along that
-  // dim 65K times.
-  const bool scans = std::any_of(p.code.begin(), p.code.end(),
-                                 [](const Instruction& in) { return in.kind == OpKind::Scan; });
-  if (!failure.empty() || !floating(p) || scans) return failure;
+  // floating programs only; and none with a scan or map, which would step along
+  // that dim 65K times.
+  if (!failure.empty() || !floating(p) || steps_along_a_dim(p)) return failure;
   auto eager = [&] { return run(p, x, y); };
   return agree("1 vs 2 TBB threads (eager)", on(2, eager), on(1, eager), 0);
 }

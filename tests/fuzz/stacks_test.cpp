@@ -27,6 +27,8 @@ constexpr const char* kJvp = "jvp (both inputs) vs float64 finite differences";
 constexpr const char* kTbb = "eager and vmap with TBB on 1 thread vs 2";
 constexpr const char* kVmap = "vmap (random in_dims, chunk_size 0/1/2) vs loop";
 constexpr const char* kNested = "random transform stack (depth 1-4) vs reference stack";
+constexpr const char* kErrors =
+    "bad program raises a strata::Error naming the op, eagerly and under a random stack";
 
 bool is_failure(const std::string& result) {
   return !result.empty() && result.rfind(kUnsupported, 0) != 0;
@@ -79,7 +81,8 @@ Library plant_sin(E error) {
 }
 
 TEST(FuzzStacks, PassOnRandomPrograms) {
-  for (const char* check : {kFunctionalize, kTrace, kCond, kCustom, kDtypes, kThreads, kTbb, kVjp, kJvp, kNested}) {
+  for (const char* check : {kFunctionalize, kTrace, kCond, kCustom, kDtypes, kThreads, kTbb, kVjp, kJvp, kNested,
+                            kErrors}) {
     EXPECT_EQ(failures(check, 40), 0) << check;
   }
 }
@@ -220,6 +223,48 @@ TEST(FuzzStacks, NestedStacksCatchAKernelWrongOnBatchedInputs) {
   // batched passes) of the [2, 3] program, never in vmap's reference loop.
   const Library lib = plant_sin([](const Tensor& x) { return x.dim() >= 3 ? 1e-6 : 0.0; });
   EXPECT_GT(nested_failures(30), 0);
+}
+
+// Failures of the bad-program check over seeds 1..n of random programs.
+int error_failures(int n) {
+  int failed = 0;
+  for (int seed = 1; seed <= n; ++seed) {
+    std::mt19937_64 rng(static_cast<uint64_t>(seed));
+    const Program p = random_program(rng);
+    std::mt19937_64 check_rng(rng());
+    const std::string result = find_check(kErrors).run(p, check_rng);
+    if (is_failure(result)) {
+      EXPECT_EQ(result.rfind("bad program", 0), 0u) << result;
+      EXPECT_NE(result.find("index_select"), std::string::npos) << result;
+    }
+    failed += is_failure(result);
+  }
+  return failed;
+}
+
+// index_select reading past the end without an error: caught eagerly and, when
+// only its batched form skips the check, under stacks with a vmap.
+TEST(FuzzStacks, ErrorsCatchAnOpThatStopsRaising) {
+  EXPECT_EQ(error_failures(200), 0);
+  // index_select raising for inputs of fewer than unchecked_from_dim dims, reading nothing otherwise.
+  auto unchecked_on = [](int64_t unchecked_from_dim) {
+    return plant("index_select", DispatchKey::CPU, [unchecked_from_dim](DispatchKeySet, Stack& stack) {
+      const Tensor self = stack[stack.size() - 3].to_tensor();
+      const int64_t dim = stack[stack.size() - 2].to_int();
+      const Tensor index = stack.back().to_tensor();
+      STRATA_CHECK(self.dim() >= unchecked_from_dim, "strata::index_select", "index out of range");
+      std::vector<int64_t> sizes = self.sizes().vec();
+      sizes[static_cast<size_t>(dim < 0 ? dim + self.dim() : dim)] = index.numel();
+      stack.resize(stack.size() - 2);
+      stack.back() = zeros(sizes, self.dtype());
+    });
+  };
+  {
+    const Library lib = unchecked_on(0);
+    EXPECT_GT(error_failures(200), 0);
+  }
+  const Library lib = unchecked_on(2);
+  EXPECT_GT(error_failures(200), 0);
 }
 
 }  // namespace

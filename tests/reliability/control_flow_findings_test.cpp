@@ -1,0 +1,168 @@
+// Control flow at the edges the differential fuzzer reached (tests/fuzz/README.md):
+// an operand written through a view under functionalize, and scan and map over
+// a length-0 dim. Expected values are worked out by hand.
+#include <gtest/gtest.h>
+#include <strata/strata.h>
+
+#include <tuple>
+#include <utility>
+
+#include "tests/test_support.h"
+
+namespace strata {
+namespace {
+
+using testing::allclose;
+
+class ControlFlowFindings : public testing::TransformStateRestored {};
+
+// t = x with its elements scaled by `scale`, written through a view of a clone:
+// under functionalize t is then stale until something reads it.
+Tensor scaled_through_a_view(const Tensor& x, const Tensor& scale) {
+  Tensor t = x.clone();
+  t.reshape({-1}).mul_(scale);
+  return t;
+}
+
+Tensor times_ten(const Tensor& u) { return u * 10.0; }
+Tensor minus_one(const Tensor& u) { return u - 1.0; }
+
+// The predicate reads x, never t, so cond's per-lane masking is the first read
+// of t after the write: it must see the written value.
+TEST_F(ControlFlowFindings, CondOnAnOperandWrittenThroughAViewUnderFunctionalize) {
+  auto f = [](const Tensor& x) {
+    const Tensor t = scaled_through_a_view(x, tensor({2.0, 3.0}, {2}));
+    return cond(x.sum() > 0.0, &times_ten, &minus_one, t);
+  };
+  const Tensor xs = tensor({1.0, 2.0, -1.0, -3.0}, {2, 2});
+  // Rows: t = [2, 6] (sum of x > 0: t * 10) and t = [-2, -9] (t - 1).
+  const Tensor expected = tensor({20.0, 60.0, -3.0, -10.0}, {2, 2});
+  EXPECT_TRUE(allclose(vmap(functionalize(f))(xs), expected));
+  EXPECT_TRUE(allclose(vmap(functionalize(f, Remove::MutationsAndViews))(xs), expected));
+  EXPECT_TRUE(allclose(vmap(f)(xs), expected));
+}
+
+// Functionalize below vmap: the operand's functional level is not the top layer
+// when cond masks it, so its value is regenerated with the layers above it off.
+TEST_F(ControlFlowFindings, CondUnderVmapInsideFunctionalizeSeesTheViewWrite) {
+  auto f = [](const Tensor& x, const Tensor& s) {
+    const Tensor t = scaled_through_a_view(x, full({4}, 2.0, kFloat64));
+    return vmap([](const Tensor& u, const Tensor& v) { return cond(v.sum() > 0.0, &times_ten, &minus_one, u); })(t, s);
+  };
+  const Tensor x = tensor({1.0, 2.0, 3.0, 4.0}, {2, 2});
+  const Tensor s = tensor({1.0, -1.0}, {2, 1});
+  // t = [[2, 4], [6, 8]]; row 0 takes t * 10, row 1 t - 1.
+  EXPECT_TRUE(allclose(functionalize(f)(x, s), tensor({20.0, 40.0, 5.0, 7.0}, {2, 2})));
+}
+
+// With a grad level between: the masked operand is the written one, and the
+// gradient is the taken branch's.
+TEST_F(ControlFlowFindings, GradOfCondOnAViewWrittenOperandPerLane) {
+  auto loss = [](const Tensor& x) {
+    const Tensor t = scaled_through_a_view(x, full({2}, 2.0, kFloat64));
+    return cond(
+               x.sum() > 0.0, [](const Tensor& u) { return u * u; },
+               [](const Tensor& u) { return u * 3.0; }, t)
+        .sum();
+  };
+  // t = 2x: sum(4 x^2) has gradient 8x; sum(6x) has gradient 6.
+  const Tensor xs = tensor({1.0, 2.0, -1.0, -3.0}, {2, 2});
+  const Tensor expected = tensor({8.0, 16.0, 6.0, 6.0}, {2, 2});
+  EXPECT_TRUE(allclose(vmap(grad(functionalize(loss)))(xs), expected));
+  EXPECT_TRUE(allclose(vmap(functionalize(grad(loss)))(xs), expected));
+}
+
+// while_loop's cond_fn reads a, never t: the body's per-lane masking of the
+// carry is the first read of t after the write.
+TEST_F(ControlFlowFindings, WhileLoopCarryingAViewWrittenTensorUnderFunctionalize) {
+  using Carry = std::pair<Tensor, Tensor>;
+  auto f = [](const Tensor& x) {
+    const Tensor t = scaled_through_a_view(x, full({2}, 2.0, kFloat64));
+    return while_loop([](const Carry& c) { return c.first.sum() < 3.0; },
+                      [](const Carry& c) { return Carry{c.first + c.second, c.second}; }, Carry{x, t})
+        .first;
+  };
+  // Row [1, 2] sums to 3: no step. Row [0.5, 0.25], t = [1, 0.5]: [1.5, 0.75]
+  // (sum 2.25), then [2.5, 1.25] (sum 3.75).
+  const Tensor xs = tensor({1.0, 2.0, 0.5, 0.25}, {2, 2});
+  const Tensor expected = tensor({1.0, 2.0, 2.5, 1.25}, {2, 2});
+  EXPECT_TRUE(allclose(vmap(functionalize(f))(xs), expected));
+  EXPECT_TRUE(allclose(vmap(f)(xs), expected));
+}
+
+TEST_F(ControlFlowFindings, ScanOverAViewWrittenTensorUnderFunctionalize) {
+  auto f = [](const Tensor& x) {
+    const Tensor t = scaled_through_a_view(x, tensor({1.0, 2.0, 3.0}, {3}));
+    auto [last, ys] = scan([](const Tensor& c, const Tensor& e) { return std::pair{c + e, c * e}; },
+                           t.sum({0}) * 0.0, t);
+    return ys + last;
+  };
+  // t = [1, 4, 9]: carries 0, 1, 5, 14; ys = [0, 4, 45]; + 14.
+  const Tensor x = tensor({1.0, 2.0, 3.0}, {3});
+  EXPECT_TRUE(allclose(functionalize(f)(x), tensor({14.0, 18.0, 59.0}, {3})));
+  EXPECT_TRUE(allclose(vmap(functionalize(f))(stack({x, x * 0.0}, 0)),
+                       stack({tensor({14.0, 18.0, 59.0}, {3}), zeros({3}, kFloat64)}, 0)));
+}
+
+// As jax.lax.scan: no step runs on data; the result is the initial carry and
+// ys of length 0 with the shape and dtype one step would give.
+TEST_F(ControlFlowFindings, ScanOverALengthZeroDimReturnsTheInitialCarry) {
+  auto step = [](const Tensor& c, const Tensor& x) { return std::pair{c + x, std::pair{x > 0.0, (c * x).sum()}}; };
+  const Tensor init = tensor({1.5, -2.0}, {2});
+  const Tensor xs = zeros({0, 2}, kFloat64);
+  const auto [last, ys] = scan(step, init, xs);
+  EXPECT_TRUE(allclose(last, init));
+  EXPECT_EQ(ys.first.sizes().vec(), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(ys.first.dtype(), kBool);
+  EXPECT_EQ(ys.second.sizes().vec(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(ys.second.dtype(), kFloat64);
+  const auto [reversed_last, reversed_ys] = scan(step, init, xs, {.reverse = true});
+  EXPECT_TRUE(allclose(reversed_last, init));
+  EXPECT_EQ(reversed_ys.first.sizes().vec(), (std::vector<int64_t>{0, 2}));
+
+  // Integer and bool xs keep their dtype in the step's example slice.
+  auto count = [](const Tensor& c, const Tensor& x) { return std::pair{c + x.sum(), x}; };
+  const auto [n, int_ys] = scan(count, zeros({}, kInt64), zeros({0, 3}, kInt64));
+  EXPECT_EQ(n.item<int64_t>(), 0);
+  EXPECT_EQ(int_ys.dtype(), kInt64);
+  EXPECT_EQ(int_ys.sizes().vec(), (std::vector<int64_t>{0, 3}));
+  const Tensor bool_ys = scan([](const Tensor& c, const Tensor& x) { return std::pair{c, x}; },
+                             zeros({}, kFloat64), zeros({0, 4}, kBool))
+                             .second;
+  EXPECT_EQ(bool_ys.dtype(), kBool);
+  EXPECT_EQ(bool_ys.sizes().vec(), (std::vector<int64_t>{0, 4}));
+}
+
+TEST_F(ControlFlowFindings, ScanOverALengthZeroDimUnderTransforms) {
+  const Tensor xs = zeros({0, 2}, kFloat64);
+  auto f = [&](const Tensor& init) {
+    auto [last, ys] = scan([](const Tensor& c, const Tensor& x) { return std::pair{c * x.sin(), c * 2.0}; },
+                           init, xs);
+    return (last * 3.0).sum() + ys.sum();
+  };
+  const Tensor init = tensor({0.5, -1.0}, {2});
+  // f(init) = 3 sum(init): the gradient is 3 everywhere, the tangent along v 3 sum(v).
+  EXPECT_TRUE(allclose(grad(f)(init), full({2}, 3.0, kFloat64)));
+  EXPECT_TRUE(allclose(jvp(f, std::tuple{init}, std::tuple{tensor({1.0, 2.0}, {2})}).second,
+                       full({}, 9.0, kFloat64)));
+  auto ys_of = [&](const Tensor& init_row) {
+    return scan([](const Tensor& c, const Tensor& x) { return std::pair{c + x, c * x}; }, init_row, xs).second;
+  };
+  const Tensor batched_ys = vmap(ys_of)(stack({init, init * 2.0}, 0));
+  EXPECT_EQ(batched_ys.sizes().vec(), (std::vector<int64_t>{2, 0, 2}));
+  EXPECT_TRUE(allclose(functionalize(f)(init), full({}, -1.5, kFloat64)));
+  // Traced with length 0, replayed with length 0.
+  const Graph g = trace(f)(init);
+  EXPECT_TRUE(allclose(g(init * 2.0).at(0), full({}, -3.0, kFloat64)));
+}
+
+TEST_F(ControlFlowFindings, MapOverALengthZeroDim) {
+  const Tensor ys = map([](const Tensor& x) { return x.sum({0}) > 0.0; }, zeros({0, 2, 3}, kFloat32));
+  EXPECT_EQ(ys.sizes().vec(), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(ys.dtype(), kBool);
+  auto f = [](const Tensor& x) { return map([](const Tensor& row) { return row * 2.0; }, x).sum() + x.sum() * 0.0; };
+  EXPECT_TRUE(allclose(grad(f)(zeros({0, 2}, kFloat64)), zeros({0, 2}, kFloat64)));
+}
+
+}  // namespace
+}  // namespace strata
