@@ -196,6 +196,11 @@ std::optional<Tensor> scatter_step(const ViewStep& step, const Tensor& base, con
     return slice_scatter(base, value, a[0].to_int(), optional_int(a[1]), optional_int(a[2]),
                          a[3].to_int());
   }
+  if (name == "strata::narrow") {
+    const int64_t dim = wrap_dim(a[0].to_int(), base.dim(), "strata::narrow");
+    const int64_t start = a[1].to_int() < 0 ? a[1].to_int() + base.sizes()[dim] : a[1].to_int();
+    return slice_scatter(base, value, dim, start, start + a[2].to_int(), 1);
+  }
   if (name == "strata::diagonal") {
     return diagonal_scatter(base, value, a[0].to_int(), a[1].to_int(), a[2].to_int());
   }

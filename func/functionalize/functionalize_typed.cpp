@@ -13,7 +13,7 @@
 //   generation is bumped; otherwise the call is boxed for process();
 // - a view op with one result whose elements cannot share memory: the view of
 //   the synced value, wrapped as a view of the argument's root (with views
-//   removed, process()).
+//   removed, process()); narrow, a composite that is always one slice, too;
 // The front fallback hands a typed call to these kernels (default_process) only
 // while no dispatch mode and no WriteWatch watches the level, so everything that
 // must see the boxed arguments still does; the Functionalize key is added to the
@@ -244,6 +244,13 @@ bool register_view(const OperatorHandle& op, std::vector<RegistrationHandle>& ha
       op, handles);
 }
 
+// A composite view whose decomposition always makes one view of its argument
+// (narrow: a slice) is recorded as one view step (scatter_step knows it), so
+// its call enters the level once, not again for its parts.
+bool always_one_view(const OperatorHandle& op) {
+  return op.operator_name().name == "strata::narrow";
+}
+
 void register_all() {
   // Kept for the program's life, as the op rows themselves.
   static auto* handles = new std::vector<RegistrationHandle>();
@@ -257,7 +264,9 @@ void register_all() {
       continue;
     }
     const std::optional<size_t> written = entry.returned_argument_index();
-    if (def->is_composite()) {
+    if (always_one_view(*op)) {
+      register_view<View>(*op, *handles);
+    } else if (def->is_composite()) {
       (void)(register_out_of_place<Decomposed>(*op, *handles) ||
              register_in_place<Decomposed>(*op, *handles) ||
              register_view<Decomposed>(*op, *handles));

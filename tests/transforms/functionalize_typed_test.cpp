@@ -144,6 +144,31 @@ TEST(FunctionalizeTyped, WritesUnderGradInBothOrders) {
   expect_values(vmap(grad(functionalize(f)))(xs), {72, 144, 0, 0, -72, 36, 0, 0});
 }
 
+// narrow is recorded as one view step: a write through it into an input (which
+// the caller holds: written out of place) or under vmap (a layer below: out of
+// place too) lands in the narrowed rows, negative start included, and a view
+// taken before the writes regenerates from them.
+TEST(FunctionalizeTyped, WritesThroughNarrowOutOfPlace) {
+  auto f = [](const Tensor& x) {
+    const Tensor tail = x.narrow(0, 2, 2);
+    x.narrow(0, -2, 2).mul_(num(10.0));
+    x.narrow(0, 1, 2).narrow(0, 0, 1).add_(num(1.0));
+    return std::pair{x * 1.0, tail * 1.0};
+  };
+  for (Remove remove : {Remove::Mutations, Remove::MutationsAndViews}) {
+    SCOPED_TRACE(remove == Remove::Mutations ? "Mutations" : "MutationsAndViews");
+    Tensor x = vec({1, 2, 3, 4});
+    auto [out, tail] = functionalize(f, remove)(x);
+    expect_values(out, {1, 3, 30, 40});
+    expect_values(tail, {30, 40});
+    expect_values(x, {1, 3, 30, 40});  // the input is written back
+  }
+  Tensor xs = tensor({1.0, 2.0, 3.0, 4.0, 0.0, 1.0, 2.0, 3.0}, {2, 4});
+  auto [out, tail] = vmap(functionalize(f))(xs);
+  expect_values(out, {1, 3, 30, 40, 0, 2, 20, 30});
+  expect_values(tail, {30, 40, 20, 30});
+}
+
 // A tensor of a finished functionalize call cannot reach an op unnoticed.
 TEST(FunctionalizeTyped, TensorOfAFinishedLevelIsRefused) {
   Tensor leaked;
