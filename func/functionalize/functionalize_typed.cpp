@@ -148,11 +148,10 @@ struct View<Tensor(const Tensor&, Rest...)> {
       BelowTopLayer below;
       out = op.call(w->value(), rest...);
     }
-    Stack args;
-    args.reserve(sizeof...(Rest));
-    (args.push_back(boxing::to_ivalue(rest)), ...);
-    return make_functional_view(std::move(out), *w, ViewStep{op, std::move(args), -1}, level,
-                                false);
+    static_assert(sizeof...(Rest) <= std::tuple_size_v<decltype(ViewIntArgs::values)>);
+    ViewIntArgs args;
+    (args.add(rest), ...);
+    return make_functional_view(std::move(out), *w, op, args, level);
   }
 };
 

@@ -150,4 +150,26 @@ Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, V
       std::move(value), level, base.base(), std::move(steps), overlap)));
 }
 
+Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base,
+                            const OperatorHandle& op, const ViewIntArgs& args, int64_t level) {
+  auto* view = new FunctionalTensorWrapper(std::move(value), level, base.base(), base.steps(),
+                                           base.may_overlap());
+  view->last_step_.emplace(FunctionalTensorWrapper::UnboxedStep{op, args});
+  return Tensor(IntrusivePtr<TensorImpl>::adopt_new(view));
+}
+
+void FunctionalTensorWrapper::box_last_step() const {
+  Stack args;
+  args.reserve(last_step_->args.size);
+  for (uint8_t i = 0; i < last_step_->args.size; ++i) {
+    if ((last_step_->args.none >> i) & 1u) {
+      args.emplace_back();
+    } else {
+      args.emplace_back(last_step_->args.values[i]);
+    }
+  }
+  steps_.push_back(ViewStep{last_step_->op, std::move(args), -1});
+  last_step_.reset();
+}
+
 }  // namespace strata::functionalization

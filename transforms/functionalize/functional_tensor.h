@@ -1,7 +1,9 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -107,6 +109,21 @@ class WriteWatch {
   WriteWatch* outer_;
 };
 
+// The int arguments (int or int?) of a view step, unboxed: a view made by a
+// typed kernel keeps them so until its steps are read, which most views (a
+// slice written through and dropped) never are.
+struct ViewIntArgs {
+  std::array<int64_t, 4> values{};
+  uint8_t size = 0;
+  uint8_t none = 0;  // bit i: argument i is None
+
+  void add(int64_t v) { values[size++] = v; }
+  void add(std::optional<int64_t> v) {
+    if (!v) none = static_cast<uint8_t>(none | (1u << size));
+    values[size++] = v.value_or(0);
+  }
+};
+
 class FunctionalTensorWrapper final : public TensorImpl {
  public:
   // A root: a new tensor of the level (an input, or the output of an op).
@@ -122,8 +139,12 @@ class FunctionalTensorWrapper final : public TensorImpl {
   const Tensor& value() const { return value_; }
   int64_t level() const { return level_; }
   const std::shared_ptr<FunctionalBase>& base() const { return base_; }
-  bool is_view() const { return !steps_.empty(); }
-  const std::vector<ViewStep>& steps() const { return steps_; }
+  bool is_view() const { return !steps_.empty() || last_step_.has_value(); }
+  // The view ops that make this view from its root.
+  const std::vector<ViewStep>& steps() const {
+    if (last_step_) box_last_step();
+    return steps_;
+  }
   // Some element may share memory with another: a write has no single meaning.
   bool may_overlap() const { return may_overlap_ || base_->overlapping; }
   // Whether the root or a view of it was written since value() was set.
@@ -152,10 +173,21 @@ class FunctionalTensorWrapper final : public TensorImpl {
   const FunctionalTensorWrapper* next_member() const { return next_member_; }
 
  private:
+  friend Tensor make_functional_view(Tensor, const FunctionalTensorWrapper&, const OperatorHandle&,
+                                     const ViewIntArgs&, int64_t);
+  struct UnboxedStep {
+    OperatorHandle op;
+    ViewIntArgs args;
+  };
+  // Appends last_step_, boxed, to steps_.
+  void box_last_step() const;
+
   Tensor value_;
   int64_t level_;
   std::shared_ptr<FunctionalBase> base_;
-  std::vector<ViewStep> steps_;
+  // The steps, the last one possibly still unboxed in last_step_.
+  mutable std::vector<ViewStep> steps_;
+  mutable std::optional<UnboxedStep> last_step_;
   bool may_overlap_;
   uint64_t generation_;
   DimVector root_strides_;
@@ -181,6 +213,10 @@ Tensor make_functional(Tensor value, int64_t level);
 // (before any copy) `shares_elements` (see may_share_elements).
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, ViewStep step,
                             int64_t level, bool shares_elements);
+// The same for a step `op` whose arguments after self are ints (ViewIntArgs) and
+// whose result has no elements that share memory.
+Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base,
+                            const OperatorHandle& op, const ViewIntArgs& args, int64_t level);
 
 // Whether two indices of t may name one memory location (an expanded or
 // overlapping as_strided tensor); a tensor of at most one element has none.
