@@ -384,6 +384,7 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
   if (!target.is_view()) {
     base.value = updated;
     ++base.generation;
+    ++base.value_epoch;
     target.set_value(updated);
   } else {
     Tensor root;
@@ -401,6 +402,7 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
     }
     base.value = std::move(root);
     ++base.generation;
+    ++base.value_epoch;
     sync(target, remove_);
   }
   stack.resize(first);

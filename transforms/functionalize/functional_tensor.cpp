@@ -70,6 +70,7 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
   base_->overlapping = may_share_elements(value);
   base_->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
   base_->value = std::move(value);
+  over_root_memory_ = value_.impl()->has_storage();
 }
 
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
@@ -127,6 +128,11 @@ void FunctionalTensorWrapper::set_value(Tensor value) {
   value_ = std::move(value);
   copy_shape_from(*value_.impl());
   generation_ = base_->generation;
+  value_epoch_ = base_->value_epoch;
+  const Tensor& root = base_->value;
+  over_root_memory_ = root.defined() && value_.impl()->has_storage() &&
+                      root.impl()->has_storage() &&
+                      value_.impl()->storage().get() == root.impl()->storage().get();
 }
 
 bool FunctionalTensorWrapper::root_layout_unchanged() const {

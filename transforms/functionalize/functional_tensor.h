@@ -27,8 +27,11 @@ namespace strata::functionalization {
 // Building the root's new value out of place copies the whole root for every
 // write through a view. When no one but the root's own wrappers can read the
 // root's old value, the write may instead go in place into the root's memory:
-// every wrapper of the family is stale after the write and regenerates from
-// that memory, so none sees the old value anyway. held_only_by_family() is that
+// a wrapper whose value is over that memory (the root's, a view's when views
+// are kept) reads the written elements as it is, and every other one (a copy
+// made with views removed) is stale after the write and regenerates from that
+// memory, so none sees the old value anyway; the ops that write so change
+// elements, never sizes or strides. held_only_by_family() is that
 // test on reference counts: the memory is held by the root's value and the
 // family's values alone (no input the caller holds, no alias made below the
 // level). The interpreter also requires that nothing below the level watches
@@ -41,7 +44,11 @@ class FunctionalTensorWrapper;
 struct FunctionalBase {
   // The root's current value, a tensor of the level below.
   Tensor value;
+  // Bumped by every write to the root or a view of it.
   uint64_t generation = 0;
+  // Bumped when `value` is replaced by another tensor (a write made out of
+  // place), not when its memory is written.
+  uint64_t value_epoch = 0;
   // The memory the root and its views stand for, to the layers above: the
   // storage under the root's first value. It stays the same across writes, so
   // a layer above that compares memory before and after a call sees one tensor.
@@ -147,8 +154,13 @@ class FunctionalTensorWrapper final : public TensorImpl {
   }
   // Some element may share memory with another: a write has no single meaning.
   bool may_overlap() const { return may_overlap_ || base_->overlapping; }
-  // Whether the root or a view of it was written since value() was set.
-  bool is_stale() const { return generation_ != base_->generation; }
+  // Whether value() may no longer be this tensor's: the root or a view of it
+  // was written since value() was set, and not only into the memory under
+  // value() (Note [Writing the root's memory]).
+  bool is_stale() const {
+    return generation_ != base_->generation &&
+           !(over_root_memory_ && value_epoch_ == base_->value_epoch);
+  }
   // Points the wrapper at `value`, current as of the base's generation.
   void set_value(Tensor value);
   // The value, written in place, is current as of the base's generation.
@@ -190,6 +202,10 @@ class FunctionalTensorWrapper final : public TensorImpl {
   mutable std::optional<UnboxedStep> last_step_;
   bool may_overlap_;
   uint64_t generation_;
+  // The base's value_epoch when value_ was set, and whether value_ lies over
+  // the memory of the root's value then.
+  uint64_t value_epoch_ = 0;
+  bool over_root_memory_ = false;
   DimVector root_strides_;
   int64_t root_offset_;
   FunctionalTensorWrapper* prev_member_ = nullptr;
