@@ -281,8 +281,10 @@ bool decomposes(const OperatorEntry& entry) {
 
 }  // namespace
 
+bool only_layer() { return layer_stack_depth() == 1 && !dispatcher_watched(); }
+
 bool writes_in_place(const FunctionalBase& base) {
-  return layer_stack_depth() == 1 && !dispatcher_watched() && base.held_only_by_family();
+  return only_layer() && base.held_only_by_family();
 }
 
 FunctionalizeInterpreter::FunctionalizeInterpreter(Remove remove) : remove_(remove) {

@@ -13,7 +13,8 @@
 //   generation is bumped; otherwise the call is boxed for process();
 // - a view op with one result whose elements cannot share memory: the view of
 //   the synced value, wrapped as a view of the argument's root (with views
-//   removed, process()); narrow, a composite that is always one slice, too;
+//   removed and a layer or mode below, process()); narrow, a composite that is
+//   always one slice, too;
 // The front fallback hands a typed call to these kernels (default_process) only
 // while no dispatch mode and no WriteWatch watches the level, so everything that
 // must see the boxed arguments still does; the Functionalize key is added to the
@@ -103,7 +104,7 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
       FunctionalBase& base = *target->base();
       sync(*target, remove);
       const Tensor& value = target->value();
-      // With MutationsAndViews a view's value is a copy, not over the root's memory.
+      // With MutationsAndViews a view's value may be a copy, not over the root's memory.
       if (value.impl()->has_storage() &&
           value.impl()->storage().get() == base.value.impl()->storage().get()) {
         const auto values = std::forward_as_tuple(unwrapped(rest, level, remove)...);
@@ -122,8 +123,10 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
 };
 
 // A view op with one result: a view of the synced value below the level,
-// wrapped as a view of the argument's root. With views removed (a _copy op
-// instead) or for a view whose elements may share memory, process() decides.
+// wrapped as a view of the argument's root. With views removed the value is a
+// view too while nothing below the level sees it (Note [Views removed, seen
+// by no one]); otherwise process() makes it by the _copy op. A view whose
+// elements may share memory has no typed kernel.
 template <class Sig>
 struct View;
 template <class... Rest>
@@ -138,7 +141,7 @@ struct View<Tensor(const Tensor&, Rest...)> {
       BelowTopLayer below;
       return op.call(self, rest...);
     }
-    if (interpreter.remove() == Remove::MutationsAndViews) {
+    if (interpreter.remove() == Remove::MutationsAndViews && !only_layer()) {
       Stack stack = call_process(interpreter, op, keys, self, rest...);
       return std::move(stack.back().to_tensor());
     }

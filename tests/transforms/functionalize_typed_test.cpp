@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <strata/strata.h>
 
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -167,6 +168,33 @@ TEST(FunctionalizeTyped, WritesThroughNarrowOutOfPlace) {
   auto [out, tail] = vmap(functionalize(f))(xs);
   expect_values(out, {1, 3, 30, 40, 0, 2, 20, 30});
   expect_values(tail, {30, 40, 20, 30});
+}
+
+// With views removed the typed kernels still make views below the level (no
+// one sees them there), but no output shares memory with another output or an
+// input: writing one output leaves the others and the input as they were.
+TEST(FunctionalizeTyped, ViewsRemovedOutputsOwnTheirMemory) {
+  auto f = [](const Tensor& x) {
+    Tensor y = x.clone();
+    const Tensor a = y.narrow(0, 1, 2);
+    a.mul_(num(10.0));
+    return std::tuple{y, a, x.narrow(0, 0, 2)};
+  };
+  Tensor x = vec({1, 2, 3, 4});
+  auto [y, a, head] = functionalize(f, Remove::MutationsAndViews)(x);
+  expect_values(y, {1, 20, 30, 4});
+  expect_values(a, {20, 30});
+  expect_values(head, {1, 2});
+  a.fill_(0.0);
+  head.fill_(0.0);
+  expect_values(y, {1, 20, 30, 4});
+  expect_values(x, {1, 2, 3, 4});
+  // Without views removed the outputs alias as in eager code.
+  auto [y2, a2, head2] = functionalize(f)(x);
+  a2.fill_(0.0);
+  head2.fill_(-1.0);
+  expect_values(y2, {1, 0, 0, 4});
+  expect_values(x, {-1, -1, 3, 4});
 }
 
 // A tensor of a finished functionalize call cannot reach an op unnoticed.
