@@ -27,16 +27,26 @@ namespace strata::functionalization {
 // Building the root's new value out of place copies the whole root for every
 // write through a view. When no one but the root's own wrappers can read the
 // root's old value, the write may instead go in place into the root's memory:
-// a wrapper whose value is over that memory (the root's, a view's when views
-// are kept) reads the written elements as it is, and every other one (a copy
-// made with views removed) is stale after the write and regenerates from that
-// memory, so none sees the old value anyway; the ops that write so change
-// elements, never sizes or strides. held_only_by_family() is that
-// test on reference counts: the memory is held by the root's value and the
+// a wrapper whose value is over that memory (the root's; a view's made as a
+// view) reads the written elements as it is, and every other one (a copy made
+// by a _copy op) is stale after the write and regenerates from that memory, so
+// none sees the old value anyway; the ops that write so change elements, never
+// sizes or strides. held_only_by_family() is that test on reference counts: the memory is held by the root's value and the
 // family's values alone (no input the caller holds, no alias made below the
 // level). The interpreter also requires that nothing below the level watches
-// (no transform layer, no dispatch mode): those see or record every op below
-// it, and must see no in-place one.
+// (no transform layer, no dispatch mode), each for its own reason:
+// - trace and dispatch modes record every op below: the graph must hold no
+//   in-place op but the inputs' write-backs;
+// - vmap refuses an in-place op whose operand is batched and whose target is
+//   not (t = zeros({4}); t.add_(x)), the very write functionalize lets through;
+//   where both are batched vmap would take it, but the root's value is then a
+//   batched tensor with no storage of its own, so held_only_by_family() cannot
+//   count its holders;
+// - grad and jvp save or track the root's value: grad(functionalize(f)) of an
+//   f that writes a tensor y * y saved is defined only because the write is out
+//   of place (in place, backward would find the saved y modified).
+// Under them every write is made out of place; one through a view rebuilds the
+// root (scatter_into_root).
 
 // What a root and all views of it share.
 class FunctionalTensorWrapper;
