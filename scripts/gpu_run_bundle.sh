@@ -6,6 +6,8 @@
 # go to $OUT (or gpu-bundle/logs).
 #   scripts/gpu_run_bundle.sh [all|test|dist|bench]
 #   scripts/gpu_run_bundle.sh bt GTEST_FILTER   (a backtrace of a crash, by cuda-gdb)
+#   scripts/gpu_run_bundle.sh dp "ARGS" ...     (DP-SGD runs on the GPU, side by side:
+#     one process per quoted set of dp_sgd_distributed options; DP_SECONDS bounds each)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 phase=${1:-all}
@@ -29,6 +31,25 @@ if [[ $phase == bt ]]; then
     echo "== backtrace of $filter"
     timeout 120 cuda-gdb -batch -ex run -ex bt --args "$dir/cuda_tests" --gtest_filter="$filter" 2>&1 |
       grep -v "^\[New Thread\|^\[Thread\|^\[Detaching" | tail -40
+  done
+fi
+
+if [[ $phase == dp ]]; then
+  echo "== DP-SGD on Fashion-MNIST, CUDA ($(date +%T))"
+  shift
+  i=0
+  for args in "$@"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086  # each quoted set is split into its options
+    OPAL_PREFIX="$dir/ompi" PATH="$dir/ompi/bin:$PATH" timeout "${DP_SECONDS:-400}" \
+      "$dir/ompi/bin/mpirun" --allow-run-as-root -np 1 "$dir/dp_sgd_distributed" \
+      --device cuda --data gpu-bundle/fashion-mnist $args >"$dir/dp_$i.txt" 2>&1 &
+  done
+  wait
+  for ((k = 1; k <= i; ++k)); do
+    echo "-- run $k"
+    sed "s/^/[$k] /" "$dir/dp_$k.txt" >>"$logs/dp.txt"
+    grep -E "^DP-SGD|^epoch|^final|rror" "$dir/dp_$k.txt" | awk 'NR <= 2 || /final|rror/ || NR % 10 == 0'
   done
 fi
 

@@ -17,7 +17,7 @@ Tensor rows(const Tensor& leaf, int64_t batch) {
 Tensor weighted_sum(const Tensor& leaf, const Tensor& factor) {
   const int64_t batch = leaf.size(0);
   const Shape shape(std::vector<int64_t>(leaf.sizes().begin() + 1, leaf.sizes().end()));
-  if (batch == 0) return zeros(shape, leaf.dtype());
+  if (batch == 0) return zeros(shape, leaf.dtype(), leaf.device());
   return factor.to(leaf.dtype()).matmul(rows(leaf, batch)).reshape(shape);
 }
 
@@ -56,7 +56,7 @@ ClippedSum<std::vector<Tensor>> clip_and_sum_leaves(const std::vector<Tensor>& p
   // Every leaf's per-sample norms as columns of [B, leaves], in Float64.
   std::vector<Tensor> columns;
   for (const Tensor& leaf : per_sample) {
-    columns.push_back(batch == 0 ? zeros({0}, kFloat64)
+    columns.push_back(batch == 0 ? zeros({0}, kFloat64, leaf.device())
                                  : rows(leaf, batch).norm(2, {1}).to(kFloat64));
   }
   const Tensor norms = stack(columns, 1);

@@ -25,7 +25,9 @@ void add_noise(const std::vector<Tensor>& leaves, double std, uint64_t seed, int
   for (const Tensor& leaf : leaves) per_step += static_cast<uint64_t>(leaf.numel());
   const Generator gen(seed);
   gen.set_offset(static_cast<uint64_t>(step) * per_step);
-  for (const Tensor& leaf : leaves) leaf.add_(randn(leaf.sizes(), gen, leaf.dtype()), std);
+  for (const Tensor& leaf : leaves) {
+    leaf.add_(randn(leaf.sizes(), gen, leaf.dtype()).to(leaf.device()), std);
+  }
 }
 
 }  // namespace strata::dp

@@ -33,6 +33,8 @@ struct DpSgdOptions {
   uint64_t noise_seed = 0;                  // must be the same on every rank
   int64_t physical_batch = 0;  // samples per vmap(grad) call or ghost pass; 0: auto
                                // (auto_physical_batch, kGhostPhysicalBatch)
+  double momentum = 0;         // heavy-ball momentum of DpSgd's update; it only
+                               // post-processes private gradients: no privacy cost
 };
 
 // Samples per ghost-clipping pass when DpSgdOptions leaves it 0. One pass keeps
@@ -130,14 +132,18 @@ Params private_gradient(const Group& group, const Loss& sample_loss, const Param
     add_noise(leaves, options.noise_multiplier * sensitivity(options), options.noise_seed, step);
   }
   group.all_reduce(sum);
-  for (const Tensor& leaf : leaves) leaf.div_(full({}, expected_batch_size, leaf.dtype()));
+  for (const Tensor& leaf : leaves) {
+    leaf.div_(full({}, expected_batch_size, leaf.dtype(), leaf.device()));
+  }
   return sum;
 }
 
 // A DP-SGD optimizer over a group: each step draws this rank's part of the
 // Poisson batch from its shard, takes the private gradient and updates the
-// parameters in place (p -= lr g) on every rank alike; it counts the steps for
-// the RDP accountant.
+// parameters in place (p -= lr g, or with momentum v = momentum v + g,
+// p -= lr v) on every rank alike; it counts the steps for the RDP accountant.
+// Parameters and data may live on a GPU: the sampling and the noise are drawn on
+// the CPU (the same numbers on every device) and moved to them.
 template <class Group>
 class DpSgd {
  public:
@@ -146,7 +152,10 @@ class DpSgd {
         sampler_(std::move(sampler)),
         options_(std::move(options)),
         learning_rate_(learning_rate),
-        shard_(dp::shard(sampler_.dataset_size(), group_.rank(), group_.size())) {}
+        shard_(dp::shard(sampler_.dataset_size(), group_.rank(), group_.size())) {
+    STRATA_CHECK(options_.momentum >= 0 && options_.momentum < 1, "dp::DpSgd", "momentum ",
+                 options_.momentum, " is not in [0, 1)");
+  }
 
   // This rank's rows of the dataset: x_shard[i] is sample shard().begin + i.
   Shard shard() const { return shard_; }
@@ -161,19 +170,36 @@ class DpSgd {
                  ", ", shard_.end, "): x and y need ", shard_.size(), " rows");
     std::vector<int64_t> rows = sampler_.sample(steps_, shard_);
     for (int64_t& r : rows) r -= shard_.begin;
-    const Tensor index = tensor(rows, {static_cast<int64_t>(rows.size())});
+    const Tensor index = tensor(rows, {static_cast<int64_t>(rows.size())}).to(x_shard.device());
     const Params g = private_gradient(group_, sample_loss, params, x_shard.index_select(0, index),
                                       y_shard.index_select(0, index), steps_,
                                       sampler_.expected_batch_size(), options_);
     const std::vector<Tensor> ps = tree::flatten(params), gs = tree::flatten(g);
-    for (size_t i = 0; i < ps.size(); ++i) ps[i].sub_(gs[i], learning_rate_);
+    if (options_.momentum == 0) {
+      for (size_t i = 0; i < ps.size(); ++i) ps[i].sub_(gs[i], learning_rate_);
+    } else {
+      if (velocity_.empty()) {
+        for (const Tensor& p : ps) velocity_.push_back(zeros_like(p));
+      }
+      STRATA_CHECK(velocity_.size() == ps.size(), "dp::DpSgd::step", "the momentum buffers hold ",
+                   velocity_.size(), " leaves but the parameters ", ps.size());
+      for (size_t i = 0; i < ps.size(); ++i) {
+        const Tensor& v = velocity_[i];
+        v.mul_(full({}, options_.momentum, v.dtype(), v.device())).add_(gs[i]);
+        ps[i].sub_(v, learning_rate_);
+      }
+    }
     ++steps_;
     return static_cast<int64_t>(rows.size());
   }
 
   int64_t steps_taken() const { return steps_; }
-  // Resuming from a checkpoint: the sampler and the noise follow from the step.
+  // Resuming from a checkpoint: the sampler and the noise follow from the step,
+  // the momentum from its buffers (one per parameter leaf, in tree order; empty
+  // before the first step or without momentum).
   void set_steps_taken(int64_t steps) { steps_ = steps; }
+  const std::vector<Tensor>& momentum_buffers() const { return velocity_; }
+  void set_momentum_buffers(std::vector<Tensor> buffers) { velocity_ = std::move(buffers); }
 
   // epsilon of the steps so far at this delta (the RDP accountant).
   double epsilon(double delta) const {
@@ -191,6 +217,7 @@ class DpSgd {
   double learning_rate_;
   Shard shard_;
   int64_t steps_ = 0;
+  std::vector<Tensor> velocity_;
 };
 
 }  // namespace strata::dp

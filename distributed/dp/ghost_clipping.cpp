@@ -164,7 +164,8 @@ ClippedSum<std::vector<Tensor>> ghost_clip_and_sum_leaves(const GhostBatchLosses
   std::vector<Tensor> sum(leaves.size());
   if (batch == 0) {
     for (size_t i = 0; i < leaves.size(); ++i) sum[i] = zeros_like(leaves[i]);
-    return {sum, per_layer ? zeros({0, n_leaves}, kFloat64) : zeros({0}, kFloat64)};
+    const Device device = leaves[0].device();
+    return {sum, per_layer ? zeros({0, n_leaves}, kFloat64, device) : zeros({0}, kFloat64, device)};
   }
 
   std::vector<std::shared_ptr<GhostTape::Layer>> layers;

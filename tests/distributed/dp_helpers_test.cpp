@@ -248,4 +248,45 @@ TEST(DpSgd, StepsCountForTheAccountant) {
             std::string::npos);
 }
 
+// With every sample taken (q = 1), no noise and no clipping, the private
+// gradient of the loss sum(w * x) is the samples' x, here c for all; so heavy-ball
+// momentum 0.5 moves w by lr (1, 1.5, 1.75) c over three steps. A run resumed at
+// step 2 from the momentum buffers continues it exactly.
+TEST(DpSgd, MomentumAccumulatesTheVelocityAndResumesFromItsBuffers) {
+  auto loss = [](const Params& q, const st::Tensor& x, const st::Tensor&) {
+    return (q.at("w") * x).sum();
+  };
+  const st::Tensor c = st::tensor({0.5, -2.0, 3.0});
+  const st::Tensor x = c.unsqueeze(0).expand({4, 3}).contiguous();
+  const st::Tensor y = st::zeros({4}, st::kInt64);
+  const st::dp::DpSgdOptions options{.noise_multiplier = 0.0, .max_grad_norm = 1e9,
+                                     .momentum = 0.5};
+  auto optimizer = [&] {
+    return st::dp::DpSgd<st::dist::LocalGroup>({}, st::dp::PoissonSampler(4, 1.0, 3), options, 0.1);
+  };
+  Params p = {{"w", st::tensor({1.0, 2.0, 3.0})}};
+  auto first = optimizer();
+  for (int i = 0; i < 2; ++i) first.step(loss, p, x, y);
+  Params resumed = dist_test::clone(p);
+  auto second = optimizer();
+  second.set_steps_taken(2);
+  std::vector<st::Tensor> buffers;
+  for (const st::Tensor& v : first.momentum_buffers()) buffers.push_back(v.clone());
+  second.set_momentum_buffers(buffers);
+  first.step(loss, p, x, y);
+  second.step(loss, resumed, x, y);
+
+  const st::Tensor expected = st::tensor({1.0, 2.0, 3.0}) - c * (0.1 * (1.0 + 1.5 + 1.75));
+  EXPECT_LT(dist_test::relative_difference(p.at("w"), expected), 1e-14);
+  EXPECT_EQ(resumed.at("w").to_vector<double>(), p.at("w").to_vector<double>());
+  EXPECT_LT(dist_test::relative_difference(first.momentum_buffers()[0], c * 1.75), 1e-14);
+  for (double bad : {-0.1, 1.0}) {
+    EXPECT_NE(dist_test::error_of([&] {
+                st::dp::DpSgd<st::dist::LocalGroup>({}, st::dp::PoissonSampler(4, 1.0, 3),
+                                                    {.momentum = bad}, 0.1);
+              }).find("is not in [0, 1)"),
+              std::string::npos);
+  }
+}
+
 }  // namespace

@@ -4,7 +4,7 @@
 #   cmake -DRUN=<mpirun and its flags> -DEXAMPLE=<dp_sgd_distributed> -DDIR=<scratch> -P ...
 separate_arguments(RUN)
 set(common --synthetic --train-samples 600 --test-samples 200 --batch 60 --sigma 1.0
-           --clip 1.0 --lr 0.5 --epochs 2)
+           --clip 1.0 --lr 0.5 --momentum 0.9 --epochs 2)
 set(checkpoint ${DIR}/resume_is_exact.safetensors)
 file(REMOVE ${checkpoint})
 function(run out)
