@@ -31,10 +31,11 @@ namespace strata::functionalization {
 // view) reads the written elements as it is, and every other one (a copy made
 // by a _copy op) is stale after the write and regenerates from that memory, so
 // none sees the old value anyway; the ops that write so change elements, never
-// sizes or strides. held_only_by_family() is that test on reference counts: the memory is held by the root's value and the
-// family's values alone (no input the caller holds, no alias made below the
-// level). The interpreter also requires that nothing below the level watches
-// (no transform layer, no dispatch mode), each for its own reason:
+// sizes or strides. held_only_by_family() is that test on reference counts:
+// the memory is held by the root's value and the family's values alone (no
+// input the caller holds, no alias made below the level). The interpreter
+// also requires that nothing below the level watches (no transform layer, no
+// dispatch mode), each for its own reason:
 // - trace and dispatch modes record every op below: the graph must hold no
 //   in-place op but the inputs' write-backs;
 // - vmap refuses an in-place op whose operand is batched and whose target is
