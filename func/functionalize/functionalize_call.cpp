@@ -23,6 +23,14 @@ Tensor FunctionalizeCall::unwrap_output(const Tensor& output) const {
   if (w == nullptr) return output;
   sync(*w, remove_);
   if (remove_ == Remove::MutationsAndViews) {
+    // A view made as one (Note [Views removed, seen by no one]) gets memory of
+    // its own, as a _copy op gives it.
+    const Tensor& root = w->base()->value;
+    if (w->is_view() && w->value().impl()->underlying_storage() != nullptr &&
+        w->value().impl()->underlying_storage() == root.impl()->underlying_storage()) {
+      BelowTopLayer below;
+      return w->value().clone();
+    }
     // An op that may return its input itself (contiguous, to) leaves the value
     // an input's: the output gets memory of its own, as a _copy op gives it.
     for (const Input& input : inputs_) {

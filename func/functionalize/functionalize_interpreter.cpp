@@ -196,6 +196,11 @@ std::optional<Tensor> scatter_step(const ViewStep& step, const Tensor& base, con
     return slice_scatter(base, value, a[0].to_int(), optional_int(a[1]), optional_int(a[2]),
                          a[3].to_int());
   }
+  if (name == "strata::narrow") {
+    const int64_t dim = wrap_dim(a[0].to_int(), base.dim(), "strata::narrow");
+    const int64_t start = a[1].to_int() < 0 ? a[1].to_int() + base.sizes()[dim] : a[1].to_int();
+    return slice_scatter(base, value, dim, start, start + a[2].to_int(), 1);
+  }
   if (name == "strata::diagonal") {
     return diagonal_scatter(base, value, a[0].to_int(), a[1].to_int(), a[2].to_int());
   }
@@ -276,8 +281,10 @@ bool decomposes(const OperatorEntry& entry) {
 
 }  // namespace
 
+bool only_layer() { return layer_stack_depth() == 1 && !dispatcher_watched(); }
+
 bool writes_in_place(const FunctionalBase& base) {
-  return layer_stack_depth() == 1 && !dispatcher_watched() && base.held_only_by_family();
+  return only_layer() && base.held_only_by_family();
 }
 
 FunctionalizeInterpreter::FunctionalizeInterpreter(Remove remove) : remove_(remove) {
@@ -396,6 +403,7 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
   if (!target.is_view()) {
     base.value = updated;
     ++base.generation;
+    ++base.value_epoch;
     target.set_value(updated);
   } else {
     Tensor root;
@@ -413,6 +421,7 @@ void FunctionalizeInterpreter::write(const OperatorHandle& op, Stack& stack, siz
     }
     base.value = std::move(root);
     ++base.generation;
+    ++base.value_epoch;
     sync(target, remove_);
   }
   stack.resize(first);

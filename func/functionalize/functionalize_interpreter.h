@@ -53,10 +53,22 @@ void sync(FunctionalTensorWrapper& w, Remove remove);
 // the level is not running.
 void sync_from_above(FunctionalTensorWrapper& w);
 
+// Whether the level's layer is the only one and no dispatch mode watches: then
+// nothing but kernels sees the ops it runs below itself.
+bool only_layer();
+
 // Whether a write into `base` may go in place into its memory (Note [Writing
-// the root's memory]): this level is the only layer, no mode watches the ops
-// below it, and only the family holds the memory.
+// the root's memory]): only_layer(), and only the family holds the memory.
 bool writes_in_place(const FunctionalBase& base);
+
+// Note [Views removed, seen by no one]
+// With Remove::MutationsAndViews no value below the level may alias another,
+// so that what runs below holds no view op and no output aliases an input or
+// another output. While only_layer() holds, nothing below sees the ops, so a
+// view op's value is made as a view all the same (the typed kernels: cheap,
+// and written through in place like any view); the output then gets memory of
+// its own (FunctionalizeCall::unwrap_output). With a layer or mode below, the
+// _copy op makes it.
 
 // Registers the typed functionalize kernels, once (functionalize_typed.cpp).
 void register_typed_kernels();

@@ -13,7 +13,8 @@
 //   generation is bumped; otherwise the call is boxed for process();
 // - a view op with one result whose elements cannot share memory: the view of
 //   the synced value, wrapped as a view of the argument's root (with views
-//   removed, process()).
+//   removed and a layer or mode below, process()); narrow, a composite that is
+//   always one slice, too;
 // The front fallback hands a typed call to these kernels (default_process) only
 // while no dispatch mode and no WriteWatch watches the level, so everything that
 // must see the boxed arguments still does; the Functionalize key is added to the
@@ -103,7 +104,7 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
       FunctionalBase& base = *target->base();
       sync(*target, remove);
       const Tensor& value = target->value();
-      // With MutationsAndViews a view's value is a copy, not over the root's memory.
+      // With MutationsAndViews a view's value may be a copy, not over the root's memory.
       if (value.impl()->has_storage() &&
           value.impl()->storage().get() == base.value.impl()->storage().get()) {
         const auto values = std::forward_as_tuple(unwrapped(rest, level, remove)...);
@@ -122,8 +123,10 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
 };
 
 // A view op with one result: a view of the synced value below the level,
-// wrapped as a view of the argument's root. With views removed (a _copy op
-// instead) or for a view whose elements may share memory, process() decides.
+// wrapped as a view of the argument's root. With views removed the value is a
+// view too while nothing below the level sees it (Note [Views removed, seen
+// by no one]); otherwise process() makes it by the _copy op. A view whose
+// elements may share memory has no typed kernel.
 template <class Sig>
 struct View;
 template <class... Rest>
@@ -138,7 +141,7 @@ struct View<Tensor(const Tensor&, Rest...)> {
       BelowTopLayer below;
       return op.call(self, rest...);
     }
-    if (interpreter.remove() == Remove::MutationsAndViews) {
+    if (interpreter.remove() == Remove::MutationsAndViews && !only_layer()) {
       Stack stack = call_process(interpreter, op, keys, self, rest...);
       return std::move(stack.back().to_tensor());
     }
@@ -148,11 +151,10 @@ struct View<Tensor(const Tensor&, Rest...)> {
       BelowTopLayer below;
       out = op.call(w->value(), rest...);
     }
-    Stack args;
-    args.reserve(sizeof...(Rest));
-    (args.push_back(boxing::to_ivalue(rest)), ...);
-    return make_functional_view(std::move(out), *w, ViewStep{op, std::move(args), -1}, level,
-                                false);
+    static_assert(sizeof...(Rest) <= std::tuple_size_v<decltype(ViewIntArgs::values)>);
+    ViewIntArgs args;
+    (args.add(rest), ...);
+    return make_functional_view(std::move(out), *w, op, args, level);
   }
 };
 
@@ -244,6 +246,13 @@ bool register_view(const OperatorHandle& op, std::vector<RegistrationHandle>& ha
       op, handles);
 }
 
+// A composite view whose decomposition always makes one view of its argument
+// (narrow: a slice) is recorded as one view step (scatter_step knows it), so
+// its call enters the level once, not again for its parts.
+bool always_one_view(const OperatorHandle& op) {
+  return op.operator_name().name == "strata::narrow";
+}
+
 void register_all() {
   // Kept for the program's life, as the op rows themselves.
   static auto* handles = new std::vector<RegistrationHandle>();
@@ -257,7 +266,9 @@ void register_all() {
       continue;
     }
     const std::optional<size_t> written = entry.returned_argument_index();
-    if (def->is_composite()) {
+    if (always_one_view(*op)) {
+      register_view<View>(*op, *handles);
+    } else if (def->is_composite()) {
       (void)(register_out_of_place<Decomposed>(*op, *handles) ||
              register_in_place<Decomposed>(*op, *handles) ||
              register_view<Decomposed>(*op, *handles));

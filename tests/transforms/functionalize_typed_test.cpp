@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <strata/strata.h>
 
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -142,6 +143,58 @@ TEST(FunctionalizeTyped, WritesUnderGradInBothOrders) {
   expect_values(functionalize(grad(f), Remove::MutationsAndViews)(x), expected);
   const Tensor xs = tensor({1.0, 2.0, 3.0, 4.0, -1.0, 0.5, 0.0, 0.0}, {2, 4});
   expect_values(vmap(grad(functionalize(f)))(xs), {72, 144, 0, 0, -72, 36, 0, 0});
+}
+
+// narrow is recorded as one view step: a write through it into an input (which
+// the caller holds: written out of place) or under vmap (a layer below: out of
+// place too) lands in the narrowed rows, negative start included, and a view
+// taken before the writes regenerates from them.
+TEST(FunctionalizeTyped, WritesThroughNarrowOutOfPlace) {
+  auto f = [](const Tensor& x) {
+    const Tensor tail = x.narrow(0, 2, 2);
+    x.narrow(0, -2, 2).mul_(num(10.0));
+    x.narrow(0, 1, 2).narrow(0, 0, 1).add_(num(1.0));
+    return std::pair{x * 1.0, tail * 1.0};
+  };
+  for (Remove remove : {Remove::Mutations, Remove::MutationsAndViews}) {
+    SCOPED_TRACE(remove == Remove::Mutations ? "Mutations" : "MutationsAndViews");
+    Tensor x = vec({1, 2, 3, 4});
+    auto [out, tail] = functionalize(f, remove)(x);
+    expect_values(out, {1, 3, 30, 40});
+    expect_values(tail, {30, 40});
+    expect_values(x, {1, 3, 30, 40});  // the input is written back
+  }
+  Tensor xs = tensor({1.0, 2.0, 3.0, 4.0, 0.0, 1.0, 2.0, 3.0}, {2, 4});
+  auto [out, tail] = vmap(functionalize(f))(xs);
+  expect_values(out, {1, 3, 30, 40, 0, 2, 20, 30});
+  expect_values(tail, {30, 40, 20, 30});
+}
+
+// With views removed the typed kernels still make views below the level (no
+// one sees them there), but no output shares memory with another output or an
+// input: writing one output leaves the others and the input as they were.
+TEST(FunctionalizeTyped, ViewsRemovedOutputsOwnTheirMemory) {
+  auto f = [](const Tensor& x) {
+    Tensor y = x.clone();
+    const Tensor a = y.narrow(0, 1, 2);
+    a.mul_(num(10.0));
+    return std::tuple{y, a, x.narrow(0, 0, 2)};
+  };
+  Tensor x = vec({1, 2, 3, 4});
+  auto [y, a, head] = functionalize(f, Remove::MutationsAndViews)(x);
+  expect_values(y, {1, 20, 30, 4});
+  expect_values(a, {20, 30});
+  expect_values(head, {1, 2});
+  a.fill_(0.0);
+  head.fill_(0.0);
+  expect_values(y, {1, 20, 30, 4});
+  expect_values(x, {1, 2, 3, 4});
+  // Without views removed the outputs alias as in eager code.
+  auto [y2, a2, head2] = functionalize(f)(x);
+  a2.fill_(0.0);
+  head2.fill_(-1.0);
+  expect_values(y2, {1, 0, 0, 4});
+  expect_values(x, {-1, -1, 3, 4});
 }
 
 // A tensor of a finished functionalize call cannot reach an op unnoticed.

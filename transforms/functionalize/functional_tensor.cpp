@@ -70,6 +70,7 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
   base_->overlapping = may_share_elements(value);
   base_->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
   base_->value = std::move(value);
+  over_root_memory_ = value_.impl()->has_storage();
 }
 
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
@@ -127,6 +128,11 @@ void FunctionalTensorWrapper::set_value(Tensor value) {
   value_ = std::move(value);
   copy_shape_from(*value_.impl());
   generation_ = base_->generation;
+  value_epoch_ = base_->value_epoch;
+  const Tensor& root = base_->value;
+  over_root_memory_ = root.defined() && value_.impl()->has_storage() &&
+                      root.impl()->has_storage() &&
+                      value_.impl()->storage().get() == root.impl()->storage().get();
 }
 
 bool FunctionalTensorWrapper::root_layout_unchanged() const {
@@ -148,6 +154,28 @@ Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, V
   const bool overlap = base.may_overlap() || shares_elements;
   return Tensor(IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(
       std::move(value), level, base.base(), std::move(steps), overlap)));
+}
+
+Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base,
+                            const OperatorHandle& op, const ViewIntArgs& args, int64_t level) {
+  auto* view = new FunctionalTensorWrapper(std::move(value), level, base.base(), base.steps(),
+                                           base.may_overlap());
+  view->last_step_.emplace(FunctionalTensorWrapper::UnboxedStep{op, args});
+  return Tensor(IntrusivePtr<TensorImpl>::adopt_new(view));
+}
+
+void FunctionalTensorWrapper::box_last_step() const {
+  Stack args;
+  args.reserve(last_step_->args.size);
+  for (uint8_t i = 0; i < last_step_->args.size; ++i) {
+    if ((last_step_->args.none >> i) & 1u) {
+      args.emplace_back();
+    } else {
+      args.emplace_back(last_step_->args.values[i]);
+    }
+  }
+  steps_.push_back(ViewStep{last_step_->op, std::move(args), -1});
+  last_step_.reset();
 }
 
 }  // namespace strata::functionalization

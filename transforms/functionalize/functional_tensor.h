@@ -1,7 +1,9 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -25,13 +27,27 @@ namespace strata::functionalization {
 // Building the root's new value out of place copies the whole root for every
 // write through a view. When no one but the root's own wrappers can read the
 // root's old value, the write may instead go in place into the root's memory:
-// every wrapper of the family is stale after the write and regenerates from
-// that memory, so none sees the old value anyway. held_only_by_family() is that
-// test on reference counts: the memory is held by the root's value and the
-// family's values alone (no input the caller holds, no alias made below the
-// level). The interpreter also requires that nothing below the level watches
-// (no transform layer, no dispatch mode): those see or record every op below
-// it, and must see no in-place one.
+// a wrapper whose value is over that memory (the root's; a view's made as a
+// view) reads the written elements as it is, and every other one (a copy made
+// by a _copy op) is stale after the write and regenerates from that memory, so
+// none sees the old value anyway; the ops that write so change elements, never
+// sizes or strides. held_only_by_family() is that test on reference counts:
+// the memory is held by the root's value and the family's values alone (no
+// input the caller holds, no alias made below the level). The interpreter
+// also requires that nothing below the level watches (no transform layer, no
+// dispatch mode), each for its own reason:
+// - trace and dispatch modes record every op below: the graph must hold no
+//   in-place op but the inputs' write-backs;
+// - vmap refuses an in-place op whose operand is batched and whose target is
+//   not (t = zeros({4}); t.add_(x)), the very write functionalize lets through;
+//   where both are batched vmap would take it, but the root's value is then a
+//   batched tensor with no storage of its own, so held_only_by_family() cannot
+//   count its holders;
+// - grad and jvp save or track the root's value: grad(functionalize(f)) of an
+//   f that writes a tensor y * y saved is defined only because the write is out
+//   of place (in place, backward would find the saved y modified).
+// Under them every write is made out of place; one through a view rebuilds the
+// root (scatter_into_root).
 
 // What a root and all views of it share.
 class FunctionalTensorWrapper;
@@ -39,7 +55,11 @@ class FunctionalTensorWrapper;
 struct FunctionalBase {
   // The root's current value, a tensor of the level below.
   Tensor value;
+  // Bumped by every write to the root or a view of it.
   uint64_t generation = 0;
+  // Bumped when `value` is replaced by another tensor (a write made out of
+  // place), not when its memory is written.
+  uint64_t value_epoch = 0;
   // The memory the root and its views stand for, to the layers above: the
   // storage under the root's first value. It stays the same across writes, so
   // a layer above that compares memory before and after a call sees one tensor.
@@ -107,6 +127,21 @@ class WriteWatch {
   WriteWatch* outer_;
 };
 
+// The int arguments (int or int?) of a view step, unboxed: a view made by a
+// typed kernel keeps them so until its steps are read, which most views (a
+// slice written through and dropped) never are.
+struct ViewIntArgs {
+  std::array<int64_t, 4> values{};
+  uint8_t size = 0;
+  uint8_t none = 0;  // bit i: argument i is None
+
+  void add(int64_t v) { values[size++] = v; }
+  void add(std::optional<int64_t> v) {
+    if (!v) none = static_cast<uint8_t>(none | (1u << size));
+    values[size++] = v.value_or(0);
+  }
+};
+
 class FunctionalTensorWrapper final : public TensorImpl {
  public:
   // A root: a new tensor of the level (an input, or the output of an op).
@@ -122,12 +157,21 @@ class FunctionalTensorWrapper final : public TensorImpl {
   const Tensor& value() const { return value_; }
   int64_t level() const { return level_; }
   const std::shared_ptr<FunctionalBase>& base() const { return base_; }
-  bool is_view() const { return !steps_.empty(); }
-  const std::vector<ViewStep>& steps() const { return steps_; }
+  bool is_view() const { return !steps_.empty() || last_step_.has_value(); }
+  // The view ops that make this view from its root.
+  const std::vector<ViewStep>& steps() const {
+    if (last_step_) box_last_step();
+    return steps_;
+  }
   // Some element may share memory with another: a write has no single meaning.
   bool may_overlap() const { return may_overlap_ || base_->overlapping; }
-  // Whether the root or a view of it was written since value() was set.
-  bool is_stale() const { return generation_ != base_->generation; }
+  // Whether value() may no longer be this tensor's: the root or a view of it
+  // was written since value() was set, and not only into the memory under
+  // value() (Note [Writing the root's memory]).
+  bool is_stale() const {
+    return generation_ != base_->generation &&
+           !(over_root_memory_ && value_epoch_ == base_->value_epoch);
+  }
   // Points the wrapper at `value`, current as of the base's generation.
   void set_value(Tensor value);
   // The value, written in place, is current as of the base's generation.
@@ -152,12 +196,27 @@ class FunctionalTensorWrapper final : public TensorImpl {
   const FunctionalTensorWrapper* next_member() const { return next_member_; }
 
  private:
+  friend Tensor make_functional_view(Tensor, const FunctionalTensorWrapper&, const OperatorHandle&,
+                                     const ViewIntArgs&, int64_t);
+  struct UnboxedStep {
+    OperatorHandle op;
+    ViewIntArgs args;
+  };
+  // Appends last_step_, boxed, to steps_.
+  void box_last_step() const;
+
   Tensor value_;
   int64_t level_;
   std::shared_ptr<FunctionalBase> base_;
-  std::vector<ViewStep> steps_;
+  // The steps, the last one possibly still unboxed in last_step_.
+  mutable std::vector<ViewStep> steps_;
+  mutable std::optional<UnboxedStep> last_step_;
   bool may_overlap_;
   uint64_t generation_;
+  // The base's value_epoch when value_ was set, and whether value_ lies over
+  // the memory of the root's value then.
+  uint64_t value_epoch_ = 0;
+  bool over_root_memory_ = false;
   DimVector root_strides_;
   int64_t root_offset_;
   FunctionalTensorWrapper* prev_member_ = nullptr;
@@ -181,6 +240,10 @@ Tensor make_functional(Tensor value, int64_t level);
 // (before any copy) `shares_elements` (see may_share_elements).
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, ViewStep step,
                             int64_t level, bool shares_elements);
+// The same for a step `op` whose arguments after self are ints (ViewIntArgs) and
+// whose result has no elements that share memory.
+Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base,
+                            const OperatorHandle& op, const ViewIntArgs& args, int64_t level);
 
 // Whether two indices of t may name one memory location (an expanded or
 // overlapping as_strided tensor); a tensor of at most one element has none.
