@@ -9,28 +9,11 @@
 
 #include <string>
 
-#include "examples/models.h"
 #include "tests/cuda/cuda_test_support.h"
-#include "tests/test_support.h"
+#include "tests/cuda/params_on_gpu.h"
 
 namespace strata::testing {
 namespace {
-
-models::Params on(const models::Params& params, Device device) {
-  models::Params out;
-  for (const auto& [name, value] : params) out.emplace(name, value.to(device));
-  return out;
-}
-
-void expect_same(const models::Params& actual, const models::Params& expected) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (const auto& [name, e] : expected) {
-    const Tensor& a = actual.at(name);
-    EXPECT_TRUE(a.device().is_cuda()) << name;
-    const double scale = e.abs().amax().item<double>();
-    EXPECT_TRUE(allclose(a, e, 1e-5 * scale, 1e-5)) << name;
-  }
-}
 
 // Bounds that clip some samples and not others, and noise well above rounding.
 const dp::DpSgdOptions kOptions{.noise_multiplier = 0.5, .max_grad_norm = 0.05, .noise_seed = 11};
@@ -41,7 +24,7 @@ void expect_private_gradient_matches(const Loss& loss, const models::Params& par
   const Tensor y = models::peer_labels(x.size(0));
   const models::Params expected =
       dp::private_gradient(dist::LocalGroup{}, loss, params, x, y, 3, 6.0, kOptions);
-  expect_same(dp::private_gradient(dist::LocalGroup{}, loss, on(params, cuda(0)), x.to(cuda(0)),
+  expect_same_on_gpu(dp::private_gradient(dist::LocalGroup{}, loss, on(params, cuda(0)), x.to(cuda(0)),
                                    y.to(cuda(0)), 3, 6.0, kOptions),
               expected);
 }
@@ -79,7 +62,7 @@ TEST(CudaDpSgd, StepsWithMomentumMatchTheCpu) {
     return params;
   };
   const models::Params expected = run(kCPU);
-  expect_same(run(cuda(0)), expected);
+  expect_same_on_gpu(run(cuda(0)), expected);
 }
 
 }  // namespace

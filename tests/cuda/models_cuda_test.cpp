@@ -10,35 +10,18 @@
 
 #include <string>
 
-#include "examples/models.h"
 #include "tests/cuda/cuda_test_support.h"
-#include "tests/test_support.h"
+#include "tests/cuda/params_on_gpu.h"
 
 namespace strata::testing {
 namespace {
-
-models::Params on_gpu(const models::Params& params) {
-  models::Params out;
-  for (const auto& [name, value] : params) out.emplace(name, value.to(cuda(0)));
-  return out;
-}
-
-void expect_same(const models::Params& actual, const models::Params& expected) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (const auto& [name, e] : expected) {
-    const Tensor& a = actual.at(name);
-    EXPECT_TRUE(a.device().is_cuda()) << name;
-    const double scale = e.abs().amax().item<double>();
-    EXPECT_TRUE(allclose(a, e, 1e-5 * scale, 1e-5)) << name;
-  }
-}
 
 template <class SampleLoss>
 void expect_gpu_matches_cpu(SampleLoss loss, const models::Params& params, const Tensor& x) {
   const Tensor y = models::peer_labels(x.size(0));
   auto per_sample = vmap(grad(loss), {.in_dims = {none, 0, 0}});
   const models::Params expected = per_sample(params, x, y);
-  expect_same(per_sample(on_gpu(params), x.to(cuda(0)), y.to(cuda(0))), expected);
+  expect_same_on_gpu(per_sample(on(params, cuda(0)), x.to(cuda(0)), y.to(cuda(0))), expected);
 }
 
 TEST(CudaModels, MlpPerSampleGradientsMatchTheCpu) {
@@ -73,7 +56,7 @@ TEST(CudaModels, CnnGradientOfOneSampleMatchesTheCpu) {
   const models::Params p = models::cnn_params();
   const Tensor x = models::det({8, 1, 28, 28}, 0.41).select(0, 0);
   const Tensor y = models::peer_labels(1).reshape({});
-  expect_same(grad(models::cnn_sample_loss)(on_gpu(p), x.to(cuda(0)), y.to(cuda(0))),
+  expect_same_on_gpu(grad(models::cnn_sample_loss)(on(p, cuda(0)), x.to(cuda(0)), y.to(cuda(0))),
               grad(models::cnn_sample_loss)(p, x, y));
 }
 
@@ -85,7 +68,7 @@ TEST(CudaModels, TransformerPerSampleGradientsMatchTheCpu) {
   const models::Params params = models::transformer_params();
   auto per_sample = vmap(grad(models::transformer_sample_loss), {.in_dims = {none, 0, 0}});
   const models::Params expected = per_sample(params, tokens, labels);
-  expect_same(per_sample(on_gpu(params), tokens.to(cuda(0)), labels.to(cuda(0))), expected);
+  expect_same_on_gpu(per_sample(on(params, cuda(0)), tokens.to(cuda(0)), labels.to(cuda(0))), expected);
 }
 
 TEST(CudaModels, GroupNormCnnPerSampleGradientsMatchTheCpu) {
