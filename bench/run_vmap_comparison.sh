@@ -84,15 +84,16 @@ for threads in (1, 2):
         cells = [ms(floor), ms(ours), ratio(ours, floor), ms(target), ratio(target, floor)]
         print(f"| MLP B={batch} | {threads} | " + " | ".join(cells) + " |")
 
-print("\nMNIST CNN: per-sample gradients over the plain batch gradient (grad of the mean loss, "
-      "CnnBatchGrad), both Strata, same run: what per-sample costs over the batch\n")
+print("\nCNNs: per-sample gradients over the plain batch gradient (grad of the mean loss, "
+      "*BatchGrad), both Strata, same run: what per-sample costs over the batch\n")
 print("| workload | threads | batch grad ms | vmap(grad) ms | vmap(grad) / batch grad |")
 print("|---|---|---|---|---|")
-for threads in (1, 2):
-    for batch in (32, 64):
-        floor = strata.get(f"CnnBatchGrad/{batch}/{threads}")
-        ours = strata.get(f"CnnVmapGrad/{batch}/{threads}")
-        print(f"| CNN B={batch} | {threads} | {ms(floor)} | {ms(ours)} | {ratio(ours, floor)} |")
+for model, label, batches in (("Cnn", "CNN", (32, 64)), ("GnCnn", "GroupNorm CNN", (32,))):
+    for threads in (1, 2):
+        for batch in batches:
+            floor = strata.get(f"{model}BatchGrad/{batch}/{threads}")
+            ours = strata.get(f"{model}VmapGrad/{batch}/{threads}")
+            print(f"| {label} B={batch} | {threads} | {ms(floor)} | {ms(ours)} | {ratio(ours, floor)} |")
 
 print("\nLike for like (ratio: PyTorch / Strata)\n")
 print("| case | Strata ms | PyTorch ms | ratio | peak MiB Strata / PyTorch |")
