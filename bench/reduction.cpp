@@ -1,7 +1,8 @@
 // Reduction throughput (issue: reductions). Rows report bytes of input read per
 // second of wall time; the first argument is the thread count (0: TBB's default).
 //   Memcpy16M        std::memcpy of the 64 MB the sums read: the memory-bandwidth bar
-//   SumAll16M        x.sum() over 16M float32 values (split groups, blocked summation)
+//   SumAll16M        x.sum() over 16M float32 values (split groups, blocked summation);
+//                    SumAll16MUnaligned: the same starting one element off alignment
 //   SumDim0_4096     x.sum({0}) of a 4096x4096 float32 tensor (the column loop)
 //   SumDim1_4096     x.sum({1}) of the same (one contiguous row per output element)
 //   AmaxDim0/1_4096, ArgmaxDim1_4096, VarDim1_4096: other reducers on the same loops
@@ -58,6 +59,14 @@ void SumAll16M(benchmark::State& state) {
   run_reduction(state, x, [](const st::Tensor& t) { return t.sum(); });
 }
 BENCHMARK(SumAll16M)->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The same values starting one element past a 64-byte boundary (a slice): summed
+// from aligned copies of its blocks (Note [Sums do not depend on the address]).
+void SumAll16MUnaligned(benchmark::State& state) {
+  const st::Tensor x = st::ones({k16M + 1}, st::kFloat32).narrow(0, 1, k16M);
+  run_reduction(state, x, [](const st::Tensor& t) { return t.sum(); });
+}
+BENCHMARK(SumAll16MUnaligned)->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void SumDim0_4096(benchmark::State& state) {
   run_reduction(state, square_input(), [](const st::Tensor& t) { return t.sum({0}); });
