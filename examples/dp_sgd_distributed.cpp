@@ -171,9 +171,7 @@ double accuracy(const st::dist::Group& world, const Params& p, const st::data::L
 }
 
 Params on(const Params& tree, st::Device device) {
-  Params moved;
-  for (const auto& [name, t] : tree) moved[name] = t.to(device);
-  return moved;
+  return st::tree::map(tree, [device](const st::Tensor& t) { return t.to(device); });
 }
 
 // A checkpoint holds the parameters, the momentum buffers (as "momentum/<name>")

@@ -12,9 +12,7 @@
 namespace strata::testing {
 
 inline models::Params on(const models::Params& params, Device device) {
-  models::Params out;
-  for (const auto& [name, value] : params) out.emplace(name, value.to(device));
-  return out;
+  return tree::map(params, [device](const Tensor& t) { return t.to(device); });
 }
 
 inline void expect_same_on_gpu(const models::Params& actual, const models::Params& expected) {

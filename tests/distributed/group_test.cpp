@@ -256,9 +256,7 @@ TEST(Group, TensorsOfATransformAreRefused) {
   } while (0)
 
 Params on(const Params& tree, st::Device device) {
-  Params moved;
-  for (const auto& [name, t] : tree) moved[name] = t.to(device);
-  return moved;
+  return st::tree::map(tree, [device](const st::Tensor& t) { return t.to(device); });
 }
 
 TEST(GroupCuda, AllReduceOfCudaLeavesEqualsTheSumOnTheCpu) {

@@ -15,30 +15,33 @@ namespace {
 
 using Sizes = std::vector<int64_t>;
 
+// An input shape and layout split into `groups`, with or without the per-channel
+// weight (and, for group_norm, bias).
+struct GroupNormCase {
+  Sizes input;
+  int64_t groups;
+  Layout layout;
+  bool weight;
+};
+
 // ---- group_norm ----------------------------------------------------------------------
 
 std::vector<Sample> group_norm_samples(ScalarType dtype) {
-  struct Case {
-    Sizes input;
-    int64_t groups;
-    Layout layout;
-    bool affine;
-  };
   using L = Layout;
-  static const std::vector<Case> cases{
+  static const std::vector<GroupNormCase> cases{
       {{2, 6, 5}, 3, L::Contiguous, true},    {{2, 6, 5}, 1, L::Contiguous, false},
       {{2, 4, 3, 3}, 2, L::Contiguous, true}, {{3, 4}, 4, L::Contiguous, true},
       {{2, 4, 3, 3}, 4, L::Transposed, true}, {{2, 6, 4}, 2, L::Sliced, false},
   };
   std::vector<Sample> samples;
-  for (const Case& c : cases) {
+  for (const GroupNormCase& c : cases) {
     std::vector<Tensor> inputs{make_tensor(c.input, dtype, c.layout, -2, 2, 1)};
-    if (c.affine) {
+    if (c.weight) {
       inputs.push_back(make_tensor({c.input[1]}, dtype, 0.5, 1.5, 2));
       inputs.push_back(make_tensor({c.input[1]}, dtype, -1, 1, 3));
     }
     samples.push_back({ShapeCase{c.input, c.layout}.description() + " in " +
-                           std::to_string(c.groups) + " groups" + (c.affine ? " affine" : ""),
+                           std::to_string(c.groups) + " groups" + (c.weight ? " affine" : ""),
                        inputs,
                        {IValue(c.groups), IValue(1e-5)}});
   }
@@ -73,21 +76,15 @@ Tensor group_norm_reference(const std::vector<Tensor>& in, int64_t groups, doubl
 
 // Inputs: grad_output, input, then the weight when there is one. Args: num_groups, eps.
 std::vector<Sample> group_norm_backward_samples(ScalarType dtype) {
-  struct Case {
-    Sizes input;
-    int64_t groups;
-    Layout layout;
-    bool weight;
-  };
   using L = Layout;
-  static const std::vector<Case> cases{
+  static const std::vector<GroupNormCase> cases{
       {{2, 6, 5}, 3, L::Contiguous, true}, {{2, 4, 3, 3}, 2, L::Contiguous, false},
       {{3, 6}, 2, L::Contiguous, true},    {{2, 4, 3, 3}, 4, L::Transposed, true},
       {{2, 6, 4}, 1, L::Sliced, true},     {{0, 4, 3}, 2, L::Contiguous, true},
       {{2, 4, 0}, 2, L::Contiguous, true},
   };
   std::vector<Sample> samples;
-  for (const Case& c : cases) {
+  for (const GroupNormCase& c : cases) {
     std::vector<Tensor> inputs{make_tensor(c.input, dtype, -1, 1, 4),
                                make_tensor(c.input, dtype, c.layout, -2, 2, 1)};
     if (c.weight) inputs.push_back(make_tensor({c.input[1]}, dtype, 0.5, 1.5, 2));
