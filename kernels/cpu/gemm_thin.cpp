@@ -22,7 +22,15 @@ namespace {
 //   that beats OpenBLAS, whose kernels for this shape run at half their peak.
 //   Only where Eigen has AVX-512 kernels; with AVX2 Eigen's GEMM trails
 //   OpenBLAS (Note [GEMM through OpenBLAS], linalg.cpp).
+// With few rows (m <= kThinRows) both routes reach further: the broadcast loop
+// takes inner dims up to kFewRowsInner (a conv's im2col product [32, 144] x
+// [144, 121]: its tile of b, k x 48 values, stays in L2), and Eigen's kernels take
+// a long inner dim (k >= kLongInner) with few columns, a conv's per-sample weight
+// gradient [16, 676] x [676, 9]. On an AVX-512 CPU whose OpenBLAS runs its AVX2
+// kernels, both take these shapes in two thirds to three quarters of OpenBLAS's time.
 constexpr int64_t kShortInner = 64;
+constexpr int64_t kFewRowsInner = 320;
+constexpr int64_t kLongInner = 256;
 constexpr int64_t kThinRows = 256;
 // Below this many columns or inner steps Eigen's blocking costs more than OpenBLAS's
 // small-matrix kernels (several times more for a layer's [32, 128] x [128, 10]).
@@ -84,7 +92,7 @@ template <class T>
 struct ColumnTail {
   int64_t begin = 0;
   int64_t count = 0;
-  alignas(64) T b[kShortInner * kLanes<T>];
+  alignas(64) T b[kFewRowsInner * kLanes<T>];
 
   ColumnTail(int64_t k, const T* b_panel, int64_t b_row_stride, int64_t j0, int64_t j1) {
     count = (j1 - j0) % kLanes<T>;
@@ -210,7 +218,8 @@ bool thin_gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_r
                int64_t a_col_stride, const T* b, int64_t b_row_stride, int64_t b_col_stride, T beta,
                T* c, int64_t c_row_stride) {
   const bool b_row_major = b_col_stride == 1 || n <= 1;
-  if (k <= kShortInner && b_row_major && n >= kTilePackets * kLanes<T>) {
+  const bool short_inner = k <= kShortInner || (m <= kThinRows && k <= kFewRowsInner);
+  if (short_inner && b_row_major && n >= kTilePackets * kLanes<T>) {
     broadcast_gemm(m, n, k, alpha, a, a_row_stride, a_col_stride, b, b_row_stride, beta, c,
                    c_row_stride);
     return true;
@@ -218,7 +227,8 @@ bool thin_gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_r
 #ifdef __AVX512F__
   const bool a_row_major = (a_col_stride == 1 || k <= 1) && (a_row_stride >= k || m <= 1);
   const bool b_col_major = (b_row_stride == 1 || k <= 1) && (b_col_stride >= k || n <= 1);
-  if (m <= kThinRows && n >= kLargeEnough && k >= kLargeEnough && a_row_major && b_col_major) {
+  const bool enough = k >= kLongInner || (n >= kLargeEnough && k >= kLargeEnough);
+  if (m <= kThinRows && enough && a_row_major && b_col_major) {
     eigen_gemm_in_workspace(m, n, k, alpha, a, m <= 1 ? k : a_row_stride, b,
                             n <= 1 ? k : b_col_stride, beta, c, c_row_stride);
     return true;

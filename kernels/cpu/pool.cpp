@@ -4,7 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
@@ -116,6 +121,73 @@ void max_pool_2x2(T* out, int64_t* where, const T* pixels, const Pool2dGeometry&
   }
 }
 
+#if defined(__AVX512F__)
+// Note [Pooling rows of 2 x 2 windows in vectors]
+// At column stride 2 (windows side by side) a row of windows reads two input rows
+// of which the even columns are every window's left taps and the odd ones its
+// right taps: 16 windows are two 16-float loads per input row, split by one
+// permute each, and each tap is a compare and a masked move for all 16, the taps
+// taken in the scalar loop's order (NaN wins, ties keep the first).
+struct RowChunk {
+  __mmask16 outputs, low, high;  // the chunk's windows; its pixels in each 16-float half
+};
+
+RowChunk row_chunk(int64_t count) {  // 0 < count <= 16 windows
+  const auto bits = [](int64_t n) { return static_cast<__mmask16>((uint32_t{1} << n) - 1); };
+  return {bits(count), bits(std::min<int64_t>(16, 2 * count)),
+          bits(std::max<int64_t>(0, 2 * count - 16))};
+}
+
+const __m512i kEven = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+const __m512i kOdd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+
+// The row of windows whose first window's top-left pixel is first_pixel of the
+// plane `pixels`, 16 windows a step; `tap` is each window's maximum's offset from
+// its top-left pixel.
+void max_pool_2x2_row(float* out, int64_t* where, const float* pixels, int64_t first_pixel,
+                      int64_t in_w, int64_t out_w) {
+  const __m512i corner_offsets = _mm512_mullo_epi32(_mm512_set1_epi32(2), _mm512_setr_epi32(
+      0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  for (int64_t ow = 0; ow < out_w; ow += 16) {
+    const RowChunk m = row_chunk(std::min<int64_t>(16, out_w - ow));
+    const float* top = pixels + first_pixel + 2 * ow;
+    const __m512i taps[4] = {_mm512_setzero_si512(), _mm512_set1_epi32(1),
+                             _mm512_set1_epi32(static_cast<int32_t>(in_w)),
+                             _mm512_set1_epi32(static_cast<int32_t>(in_w + 1))};
+    __m512 values[4];
+    for (int r = 0; r < 2; ++r) {
+      const __m512 low = _mm512_maskz_loadu_ps(m.low, top + r * in_w);
+      const __m512 high = _mm512_maskz_loadu_ps(m.high, top + r * in_w + 16);
+      values[2 * r] = _mm512_permutex2var_ps(low, kEven, high);
+      values[2 * r + 1] = _mm512_permutex2var_ps(low, kOdd, high);
+    }
+    __m512 best = values[0];
+    __m512i tap = taps[0];
+    for (int t = 1; t < 4; ++t) {
+      const __mmask16 take = _mm512_cmp_ps_mask(values[t], best, _CMP_GT_OQ) |
+                             _mm512_cmp_ps_mask(values[t], values[t], _CMP_UNORD_Q);
+      best = _mm512_mask_mov_ps(best, take, values[t]);
+      tap = _mm512_mask_mov_epi32(tap, take, taps[t]);
+    }
+    _mm512_mask_storeu_ps(out + ow, m.outputs, best);
+    const __m512i offsets = _mm512_add_epi32(corner_offsets, tap);
+    const __m512i base = _mm512_set1_epi64(first_pixel + 2 * ow);
+    _mm512_mask_storeu_epi64(
+        where + ow, static_cast<__mmask8>(m.outputs),
+        _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(offsets))));
+    _mm512_mask_storeu_epi64(
+        where + ow + 8, static_cast<__mmask8>(m.outputs >> 8),
+        _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(offsets, 1))));
+  }
+}
+
+// Whether a plane's 2 x 2 windows run through the vector rows: windows side by
+// side in each row, and offsets within a plane that fit 32 bits.
+bool vector_rows(const Pool2dGeometry& g) {
+  return is_2x2_unpadded(g) && g.stride_w == 2 && g.in_h * g.in_w < (int64_t{1} << 30);
+}
+#endif
+
 // A row of outputs at a time, tap by tap (in each window's row-major order), so the
 // innermost loop runs along the output row with selects the compiler vectorizes.
 template <class T>
@@ -125,6 +197,20 @@ void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
   const T* in = input.data_ptr<T>();
   T* out = values.data_ptr<T>();
   int64_t* where = indices.data_ptr<int64_t>();
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (vector_rows(g)) {
+      for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
+        for (int64_t oh = 0; oh < geo.out_h; ++oh) {
+          const int64_t o = p * out_plane + oh * geo.out_w;
+          max_pool_2x2_row(out + o, where + o, in + p * in_plane, oh * geo.stride_h * geo.in_w,
+                           geo.in_w, geo.out_w);
+        }
+      });
+      return;
+    }
+  }
+#endif
   if (is_2x2_unpadded(g)) {
     for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
       max_pool_2x2(out + p * out_plane, where + p * out_plane, in + p * in_plane, geo);
