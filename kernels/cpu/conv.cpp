@@ -8,6 +8,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "kernels/cpu/conv_one_channel.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
@@ -255,22 +256,30 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_output, const
   const int64_t chunk_size = ceil_div(g.batch, std::min(g.batch, kWeightGradChunks));
   const int64_t chunks = ceil_div(g.batch, chunk_size);
   std::unique_ptr<T[]> partials(chunks > 1 ? new T[chunks * weight_numel] : nullptr);
+  const bool one_channel = one_channel_weight_grad_applies(g, std::is_same_v<T, float>);
   // Groups write disjoint slices of the gradient, so they run in parallel too: a
   // batch of per-sample weight gradients is one image with a group per sample.
   parallel_for(
       0, chunks * g.groups, grain_for(chunk_size * s.flops), [&](int64_t begin, int64_t end) {
-        std::unique_ptr<T[]> buffer = column_buffer<T>(g, s);
+        std::unique_ptr<T[]> buffer = one_channel ? nullptr : column_buffer<T>(g, s);
         for (int64_t item = begin; item < end; ++item) {
           const int64_t chunk = item / g.groups, grp = item % g.groups;
           T* sum = (chunks > 1 ? partials.get() + chunk * weight_numel : gw) +
                    grp * s.out_channels * s.depth;
           const int64_t first = chunk * chunk_size;
           for (int64_t n = first; n < std::min(g.batch, first + chunk_size); ++n) {
+            const T* grad = go + (n * g.out_channels + grp * s.out_channels) * s.positions;
+            if constexpr (std::is_same_v<T, float>) {
+              if (one_channel) {
+                one_channel_weight_grad(sum, grad, in + (n * g.in_channels + grp) * s.plane,
+                                        s.out_channels, g, n != first);
+                continue;
+              }
+            }
             const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
             // sum_g [O, D] (+)= grad_output_g [O, P] @ columns^T [P, D]
-            gemm<T>(s.out_channels, s.depth, s.positions, T(1),
-                    go + (n * g.out_channels + grp * s.out_channels) * s.positions, s.positions, 1,
-                    columns, 1, s.positions, n == first ? T(0) : T(1), sum, s.depth);
+            gemm<T>(s.out_channels, s.depth, s.positions, T(1), grad, s.positions, 1, columns, 1,
+                    s.positions, n == first ? T(0) : T(1), sum, s.depth);
           }
         }
       });

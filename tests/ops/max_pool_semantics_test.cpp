@@ -1,4 +1,4 @@
-// max_pool2d's documented choices, on both of its loops (Note [Pooling 2 x 2
+// max_pool2d's documented choices, on each of its loops (Note [Pooling 2 x 2
 // windows], kernels/cpu/pool.cpp): of equal values the first in the window's
 // row-major order wins, and NaN counts as the maximum. The op table checks values
 // and indices against a loop on distinct values, which cannot see either choice.
@@ -52,6 +52,22 @@ TEST(MaxPoolSemantics, TwoByTwoKeepsTheFirstTieAndTakesNaN) {
   const Pooled overlapping = pool(plane(), {1, 1});
   ASSERT_EQ(overlapping.values.size(), 3u);
   expect_first_tie_and_nan(overlapping, 0, 2);
+}
+
+// A 2 x 40 plane: 20 windows at stride 2, more than one vector of them (Note
+// [Pooling rows of 2 x 2 windows in vectors]); window 17 holds the tie (pixels 35
+// and 74), window 18 the NaN (pixel 76), the others zeros.
+TEST(MaxPoolSemantics, VectorRowsKeepTheFirstTieAndTakeNaN) {
+  std::vector<float> pixels(80, 0.0f);
+  pixels[34] = 1, pixels[35] = 5, pixels[74] = 5, pixels[75] = 3;  // window 17
+  pixels[36] = 9, pixels[37] = 2, pixels[76] = kNaN, pixels[77] = 7;  // window 18
+  const Pooled got = pool(st::tensor(pixels, {1, 1, 2, 40}), {2, 2});
+  ASSERT_EQ(got.values.size(), 20u);
+  EXPECT_EQ(got.values[17], 5.0f);
+  EXPECT_EQ(got.indices[17], 35);
+  EXPECT_TRUE(std::isnan(got.values[18]));
+  EXPECT_EQ(got.indices[18], 76);
+  EXPECT_EQ(got.indices[19], 38);  // all zeros: the first pixel
 }
 
 // Padding takes the general loop: on the [3, 5] outputs of stride 1 and padding

@@ -5,6 +5,7 @@
 // the kernel directly, with edges: row counts that are not a whole tile, columns
 // past the last whole tile and vector, padded and transposed operands; and a
 // small product with a column-major right operand, which leaves the gathering loop.
+// With few rows both loops take longer inner dims (up to 320 with a row-major b).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -109,6 +110,9 @@ void check_few_rows() {
         for (int64_t pad : {0, 5}) {
           check_kernel<T>(m, n, k, Layout{false, true, pad}, 0.0, 1.0);
           check_kernel<T>(m, n, k, Layout{false, true, pad}, 0.5, -2.0);
+          // Row-major b: the broadcast loop's longer inner dims.
+          check_kernel<T>(m, n, k, Layout{pad != 0, false, pad}, 0.0, 1.0);
+          check_kernel<T>(m, n, k, Layout{pad != 0, false, pad}, 0.5, -2.0);
         }
       }
     }

@@ -1,0 +1,74 @@
+// Float32 kernels with loops of their own (kernels/cpu/conv_one_channel.cpp: Note
+// [Weight gradient of one-channel 3 x 3 convolutions]; kernels/cpu/pool.cpp: Note
+// [Pooling rows of 2 x 2 windows in vectors]) against the same op in Float64, which
+// takes the general loops: shapes with rows of more than one vector and a partial
+// last vector, odd channel counts, several images summed and samples as groups.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <tuple>
+#include <vector>
+
+#include "ops/nn_backward.h"
+#include "strata/strata.h"
+
+namespace st = strata;
+namespace nn = strata::nn;
+
+namespace {
+
+// The largest |got - want| over 1 + |want|.
+double worst_relative_error(const st::Tensor& got, const st::Tensor& want) {
+  const std::vector<double> g = got.to(st::kFloat64).contiguous().to_vector<double>();
+  const std::vector<double> w = want.contiguous().to_vector<double>();
+  EXPECT_EQ(g.size(), w.size());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(g.size(), w.size()); ++i) {
+    worst = std::max(worst, std::abs(g[i] - w[i]) / (1 + std::abs(w[i])));
+  }
+  return worst;
+}
+
+struct OneChannelCase {
+  int64_t images, channels, groups, out_channels, height, width;
+};
+
+TEST(FloatFastPaths, OneChannelConvWeightGradientMatchesFloat64) {
+  const st::Generator gen(7);
+  for (const OneChannelCase& c : {OneChannelCase{3, 1, 1, 5, 20, 37},  // summed over images
+                                  OneChannelCase{1, 4, 4, 12, 9, 18},   // samples as groups
+                                  OneChannelCase{2, 3, 3, 3, 28, 28}}) {
+    const st::Tensor input = st::randn({c.images, c.channels, c.height, c.width}, gen);
+    const st::Tensor grad =
+        st::randn({c.images, c.out_channels, c.height - 2, c.width - 2}, gen);
+    const std::vector<int64_t> weight_sizes = {c.out_channels, c.channels / c.groups, 3, 3};
+    const st::Tensor got = nn::conv2d_backward_weight(grad, input, weight_sizes, {1}, {0}, {1},
+                                                      c.groups);
+    const st::Tensor want =
+        nn::conv2d_backward_weight(grad.to(st::kFloat64), input.to(st::kFloat64), weight_sizes,
+                                   {1}, {0}, {1}, c.groups);
+    EXPECT_EQ(got.sizes(), want.sizes());
+    EXPECT_LT(worst_relative_error(got, want), 1e-4)
+        << "images " << c.images << ", groups " << c.groups << ", " << c.height << "x" << c.width;
+  }
+}
+
+TEST(FloatFastPaths, TwoByTwoMaxPoolRowsMatchFloat64) {
+  const st::Generator gen(11);
+  // Widths of 20 windows (a vector and a part) and 2 windows with a column left over.
+  for (int64_t width : {40, 41, 5}) {
+    const st::Tensor input = st::randn({2, 3, 7, width}, gen);
+    for (const std::vector<int64_t>& stride : {std::vector<int64_t>{2, 2}, {1, 2}}) {
+      const auto [values, indices] = nn::max_pool2d_with_indices(input, {2, 2}, stride);
+      const auto [want_values, want_indices] =
+          nn::max_pool2d_with_indices(input.to(st::kFloat64), {2, 2}, stride);
+      EXPECT_EQ(indices.to_vector<int64_t>(), want_indices.to_vector<int64_t>())
+          << "width " << width << ", row stride " << stride[0];
+      EXPECT_EQ(worst_relative_error(values, want_values), 0.0);
+    }
+  }
+}
+
+}  // namespace
