@@ -8,6 +8,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "kernels/cpu/conv_narrow.h"
 #include "kernels/cpu/conv_one_channel.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
@@ -185,8 +186,27 @@ const T* columns_of(const T* input, T* buffer, int64_t n, int64_t grp, const Con
                     const GroupShape& s) {
   const T* image = input + (n * g.in_channels + grp * s.channels) * s.plane;
   if (buffer == nullptr) return image;
+  if constexpr (std::is_same_v<T, float>) {
+    if (narrow_columns_apply(g, true)) {
+      narrow_im2col(image, buffer, g, s.channels);
+      return buffer;
+    }
+  }
   transfer_columns<true, T>(image, buffer, g, s.channels);
   return buffer;
+}
+
+// col2im of buffer onto image (channels planes), which it overwrites.
+template <class T>
+void image_from_columns(T* image, const T* buffer, const Conv2dGeometry& g, const GroupShape& s) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (narrow_columns_apply(g, true)) {
+      narrow_col2im(image, buffer, g, s.channels);
+      return;
+    }
+  }
+  std::fill(image, image + s.channels * s.plane, T(0));
+  transfer_columns<false, T>(image, buffer, g, s.channels);
 }
 
 template <class T>
@@ -233,10 +253,7 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_output, const T
       gemm<T>(s.depth, s.positions, s.out_channels, T(1), w + grp * s.out_channels * s.depth, 1,
               s.depth, go + (n * g.out_channels + grp * s.out_channels) * s.positions, s.positions,
               1, T(0), columns, s.positions);
-      if (buffer) {
-        std::fill(image, image + s.channels * s.plane, T(0));
-        transfer_columns<false, T>(image, buffer.get(), g, s.channels);
-      }
+      if (buffer) image_from_columns(image, buffer.get(), g, s);
     }
   });
 }

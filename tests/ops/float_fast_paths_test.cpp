@@ -1,5 +1,6 @@
 // Float32 kernels with loops of their own (kernels/cpu/conv_one_channel.cpp: Note
-// [Weight gradient of one-channel 3 x 3 convolutions]; kernels/cpu/pool.cpp: Note
+// [Weight gradient of one-channel 3 x 3 convolutions]; kernels/cpu/conv_narrow.cpp:
+// Note [Column matrices of narrow images in vectors]; kernels/cpu/pool.cpp: Note
 // [Pooling rows of 2 x 2 windows in vectors]) against the same op in Float64, which
 // takes the general loops: shapes with rows of more than one vector and a partial
 // last vector, odd channel counts, several images summed and samples as groups.
@@ -52,6 +53,48 @@ TEST(FloatFastPaths, OneChannelConvWeightGradientMatchesFloat64) {
     EXPECT_EQ(got.sizes(), want.sizes());
     EXPECT_LT(worst_relative_error(got, want), 1e-4)
         << "images " << c.images << ", groups " << c.groups << ", " << c.height << "x" << c.width;
+  }
+}
+
+struct NarrowCase {
+  int64_t images, channels, groups, out_channels, height, width, kernel_h, kernel_w;
+};
+
+// Images of at most 16 columns (Note [Column matrices of narrow images in vectors]):
+// the convolution and both its adjoints.
+TEST(FloatFastPaths, NarrowImageConvolutionMatchesFloat64) {
+  const st::Generator gen(5);
+  for (const NarrowCase& c : {NarrowCase{2, 16, 1, 32, 13, 13, 3, 3},
+                              NarrowCase{3, 6, 3, 9, 7, 16, 2, 5},  // a full vector, groups
+                              NarrowCase{1, 2, 1, 3, 4, 3, 3, 3},   // one output column
+                              NarrowCase{2, 4, 4, 8, 11, 9, 1, 1},
+                              NarrowCase{1, 3, 1, 5, 6, 17, 3, 3}}) {  // too wide: the copies
+    const st::Tensor input = st::randn({c.images, c.channels, c.height, c.width}, gen);
+    const st::Tensor weight =
+        st::randn({c.out_channels, c.channels / c.groups, c.kernel_h, c.kernel_w}, gen);
+    const st::Tensor grad = st::randn(
+        {c.images, c.out_channels, c.height - c.kernel_h + 1, c.width - c.kernel_w + 1}, gen);
+    const st::Tensor input64 = input.to(st::kFloat64), weight64 = weight.to(st::kFloat64);
+    const st::Tensor grad64 = grad.to(st::kFloat64);
+    const std::vector<int64_t> input_sizes = {c.images, c.channels, c.height, c.width};
+    const std::vector<int64_t> weight_sizes = {c.out_channels, c.channels / c.groups, c.kernel_h,
+                                               c.kernel_w};
+    EXPECT_LT(worst_relative_error(nn::conv2d(input, weight, std::nullopt, {1}, {0}, {1}, c.groups),
+                                   nn::conv2d(input64, weight64, std::nullopt, {1}, {0}, {1},
+                                              c.groups)),
+              1e-4)
+        << "forward, " << c.height << "x" << c.width;
+    EXPECT_LT(worst_relative_error(
+                  nn::conv2d_backward_input(grad, input_sizes, weight, {1}, {0}, {1}, c.groups),
+                  nn::conv2d_backward_input(grad64, input_sizes, weight64, {1}, {0}, {1}, c.groups)),
+              1e-4)
+        << "input gradient, " << c.height << "x" << c.width;
+    EXPECT_LT(worst_relative_error(
+                  nn::conv2d_backward_weight(grad, input, weight_sizes, {1}, {0}, {1}, c.groups),
+                  nn::conv2d_backward_weight(grad64, input64, weight_sizes, {1}, {0}, {1},
+                                             c.groups)),
+              1e-4)
+        << "weight gradient, " << c.height << "x" << c.width;
   }
 }
 

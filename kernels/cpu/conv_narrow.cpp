@@ -1,0 +1,86 @@
+// Column matrices of narrow images (Note [Column matrices of narrow images in
+// vectors], conv_narrow.h).
+#include "kernels/cpu/conv_narrow.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "tensor/error.h"
+
+namespace strata::cpu {
+
+bool narrow_columns_apply(const Conv2dGeometry& g, bool is_float) {
+#if defined(__AVX512F__)
+  return is_float && g.in_w <= 16 && g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 &&
+         g.dilation_w == 1 && g.pad_h == 0 && g.pad_w == 0 && g.out_h > 0 && g.out_w > 0;
+#else
+  (void)g, (void)is_float;
+  return false;
+#endif
+}
+
+#if defined(__AVX512F__)
+namespace {
+
+__mmask16 first_lanes(int64_t count) { return static_cast<__mmask16>((1u << count) - 1); }
+
+__m512i lane_numbers() {
+  return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+}  // namespace
+
+void narrow_im2col(const float* image, float* columns, const Conv2dGeometry& g, int64_t channels) {
+  const int64_t in_h = g.in_h, in_w = g.in_w, out_h = g.out_h, out_w = g.out_w;
+  const int64_t kernel_h = g.kernel_h, kernel_w = g.kernel_w, positions = out_h * out_w;
+  const __mmask16 row_lanes = first_lanes(in_w), out_lanes = first_lanes(out_w);
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t kh = 0; kh < kernel_h; ++kh) {
+      float* tap_rows = columns + (c * kernel_h + kh) * kernel_w * positions;
+      for (int64_t oh = 0; oh < out_h; ++oh) {
+        const __m512 row = _mm512_maskz_loadu_ps(row_lanes, image + (c * in_h + oh + kh) * in_w);
+        for (int64_t kw = 0; kw < kernel_w; ++kw) {
+          // Lane l of tap kw's row is pixel l + kw.
+          const __m512i from = _mm512_add_epi32(lane_numbers(), _mm512_set1_epi32(int32_t(kw)));
+          _mm512_mask_storeu_ps(tap_rows + kw * positions + oh * out_w, out_lanes,
+                                _mm512_permutexvar_ps(from, row));
+        }
+      }
+    }
+  }
+}
+
+void narrow_col2im(float* image, const float* columns, const Conv2dGeometry& g, int64_t channels) {
+  const int64_t in_h = g.in_h, in_w = g.in_w, out_h = g.out_h, out_w = g.out_w;
+  const int64_t kernel_h = g.kernel_h, kernel_w = g.kernel_w, positions = out_h * out_w;
+  const __mmask16 row_lanes = first_lanes(in_w), out_lanes = first_lanes(out_w);
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t ih = 0; ih < in_h; ++ih) {
+      __m512 sum = _mm512_setzero_ps();
+      for (int64_t kh = 0; kh < kernel_h; ++kh) {
+        const int64_t oh = ih - kh;  // the output row whose tap kh reads image row ih
+        if (oh < 0 || oh >= out_h) continue;
+        const float* tap_rows = columns + (c * kernel_h + kh) * kernel_w * positions + oh * out_w;
+        for (int64_t kw = 0; kw < kernel_w; ++kw) {
+          // Pixel l takes lane l - kw of tap kw's row (none for l < kw).
+          const __m512i from = _mm512_sub_epi32(lane_numbers(), _mm512_set1_epi32(int32_t(kw)));
+          const __m512 values = _mm512_maskz_loadu_ps(out_lanes, tap_rows + kw * positions);
+          sum = _mm512_add_ps(
+              sum, _mm512_maskz_permutexvar_ps(static_cast<__mmask16>(0xFFFFu << kw), from, values));
+        }
+      }
+      _mm512_mask_storeu_ps(image + (c * in_h + ih) * in_w, row_lanes, sum);
+    }
+  }
+}
+#else
+void narrow_im2col(const float*, float*, const Conv2dGeometry&, int64_t) {
+  STRATA_CHECK(false, "strata::conv2d", "the narrow-image column loops are not compiled in");
+}
+void narrow_col2im(float*, const float*, const Conv2dGeometry&, int64_t) {
+  STRATA_CHECK(false, "strata::conv2d", "the narrow-image column loops are not compiled in");
+}
+#endif
+
+}  // namespace strata::cpu
