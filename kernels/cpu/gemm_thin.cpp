@@ -1,6 +1,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
+#include <type_traits>
 
 #include "kernels/cpu/gemm.h"
 
@@ -52,11 +53,43 @@ void store(T* out, T value, T beta, T alpha) {
   *out = beta == T(0) ? alpha * value : beta * *out + alpha * value;
 }
 
+// Whether a tile's last packet may be a part one, loaded and stored under a lane
+// mask (Eigen has masked Packet16f loads and stores): no copy of the last columns.
+template <class T>
+constexpr bool kMaskedTail =
+    std::is_same_v<T, float> && std::is_same_v<Packet<T>, Eigen::internal::Packet16f>;
+
+// Packet q of a tile whose last packet holds `last` lanes (Masked) or all of them.
+template <bool Masked, int Packets, class T>
+Packet<T> load_packet(const T* from, int q, int64_t last) {
+  if constexpr (Masked) {
+    if (q == Packets - 1) {
+      return Eigen::internal::ploadu<Packet<T>>(from, static_cast<uint16_t>((1u << last) - 1));
+    }
+  }
+  (void)last;
+  return Eigen::internal::ploadu<Packet<T>>(from);
+}
+
+template <bool Masked, int Packets, class T>
+void store_packet(T* to, const Packet<T>& value, int q, int64_t last) {
+  if constexpr (Masked) {
+    if (q == Packets - 1) {
+      Eigen::internal::pstoreu(to, value, static_cast<uint16_t>((1u << last) - 1));
+      return;
+    }
+  }
+  (void)last;
+  Eigen::internal::pstoreu(to, value);
+}
+
 // A Rows x Packets tile of c at (i0, j0): for every p, a[i, p] broadcast times a
-// row of b, accumulated in registers over the whole inner dim.
-template <int Rows, int Packets, class T>
+// row of b, accumulated in registers over the whole inner dim. Masked: the last
+// packet covers only `last` columns (kMaskedTail).
+template <int Rows, int Packets, class T, bool Masked = false>
 void broadcast_tile(int64_t k, const T* a, int64_t a_row_stride, int64_t a_col_stride, const T* b,
-                    int64_t b_row_stride, T* c, int64_t c_row_stride, T beta, T alpha) {
+                    int64_t b_row_stride, T* c, int64_t c_row_stride, T beta, T alpha,
+                    int64_t last = kLanes<T>) {
   using P = Packet<T>;
   namespace ei = Eigen::internal;
   P acc[Rows][Packets];
@@ -66,7 +99,7 @@ void broadcast_tile(int64_t k, const T* a, int64_t a_row_stride, int64_t a_col_s
   for (int64_t p = 0; p < k; ++p) {
     P b_row[Packets];
     for (int q = 0; q < Packets; ++q)
-      b_row[q] = ei::ploadu<P>(b + p * b_row_stride + q * kLanes<T>);
+      b_row[q] = load_packet<Masked, Packets>(b + p * b_row_stride + q * kLanes<T>, q, last);
     for (int r = 0; r < Rows; ++r) {
       const P a_value = ei::pset1<P>(a[r * a_row_stride + p * a_col_stride]);
       for (int q = 0; q < Packets; ++q) acc[r][q] = ei::pmadd(a_value, b_row[q], acc[r][q]);
@@ -77,8 +110,10 @@ void broadcast_tile(int64_t k, const T* a, int64_t a_row_stride, int64_t a_col_s
     for (int q = 0; q < Packets; ++q) {
       T* out = c + r * c_row_stride + q * kLanes<T>;
       P value = ei::pmul(alpha_packet, acc[r][q]);
-      if (beta != T(0)) value = ei::pmadd(ei::pset1<P>(beta), ei::ploadu<P>(out), value);
-      ei::pstoreu(out, value);
+      if (beta != T(0)) {
+        value = ei::pmadd(ei::pset1<P>(beta), load_packet<Masked, Packets>(out, q, last), value);
+      }
+      store_packet<Masked, Packets>(out, value, q, last);
     }
   }
 }
@@ -87,7 +122,8 @@ void broadcast_tile(int64_t k, const T* a, int64_t a_row_stride, int64_t a_col_s
 // zero-padded [k, kLanes] block once per panel, so that they too run through a
 // one-packet tile. A scalar loop over them runs at a packet's lanes' fraction of
 // the rate, which on a narrow panel (a conv's 11 x 11 output: 121 columns) costs
-// as much as all the packets before them.
+// as much as all the packets before them. Not made (count 0) where the last tile is
+// masked instead (kMaskedTail).
 template <class T>
 struct ColumnTail {
   int64_t begin = 0;
@@ -95,6 +131,7 @@ struct ColumnTail {
   alignas(64) T b[kFewRowsInner * kLanes<T>];
 
   ColumnTail(int64_t k, const T* b_panel, int64_t b_row_stride, int64_t j0, int64_t j1) {
+    if constexpr (kMaskedTail<T>) return;  // broadcast_rows masks its last tile instead
     count = (j1 - j0) % kLanes<T>;
     begin = j1 - count;
     if (count == 0) return;
@@ -118,17 +155,31 @@ void broadcast_rows(int64_t k, const T* a, int64_t a_row_stride, int64_t a_col_s
     broadcast_tile<Rows, kTilePackets>(k, a, a_row_stride, a_col_stride, b + j, b_row_stride, c + j,
                                        c_row_stride, beta, alpha);
   }
-  for (; j + kLanes<T> <= j1; j += kLanes<T>) {
-    broadcast_tile<Rows, 1>(k, a, a_row_stride, a_col_stride, b + j, b_row_stride, c + j,
-                            c_row_stride, beta, alpha);
-  }
-  if (tail.count == 0) return;
-  alignas(64) T products[Rows * kLanes<T>];
-  broadcast_tile<Rows, 1>(k, a, a_row_stride, a_col_stride, tail.b, kLanes<T>, products,
-                          kLanes<T>, T(0), T(1));
-  for (int r = 0; r < Rows; ++r) {
-    for (int64_t t = 0; t < tail.count; ++t) {
-      store(c + r * c_row_stride + tail.begin + t, products[r * kLanes<T> + t], beta, alpha);
+  if constexpr (kMaskedTail<T>) {
+    // The rest, fewer than kWide columns, as one tile of as many packets as it needs.
+    static_assert(kTilePackets == 3);
+    const int64_t rest = j1 - j, packets = (rest + kLanes<T> - 1) / kLanes<T>;
+    const int64_t last = rest - (packets - 1) * kLanes<T>;
+    const auto tile = [&](auto run) {
+      run(k, a, a_row_stride, a_col_stride, b + j, b_row_stride, c + j, c_row_stride, beta, alpha,
+          last);
+    };
+    if (packets == 1) tile(broadcast_tile<Rows, 1, T, true>);
+    if (packets == 2) tile(broadcast_tile<Rows, 2, T, true>);
+    if (packets == 3) tile(broadcast_tile<Rows, 3, T, true>);
+  } else {
+    for (; j + kLanes<T> <= j1; j += kLanes<T>) {
+      broadcast_tile<Rows, 1>(k, a, a_row_stride, a_col_stride, b + j, b_row_stride, c + j,
+                              c_row_stride, beta, alpha);
+    }
+    if (tail.count == 0) return;
+    alignas(64) T products[Rows * kLanes<T>];
+    broadcast_tile<Rows, 1>(k, a, a_row_stride, a_col_stride, tail.b, kLanes<T>, products,
+                            kLanes<T>, T(0), T(1));
+    for (int r = 0; r < Rows; ++r) {
+      for (int64_t t = 0; t < tail.count; ++t) {
+        store(c + r * c_row_stride + tail.begin + t, products[r * kLanes<T> + t], beta, alpha);
+      }
     }
   }
 }
