@@ -141,43 +141,51 @@ RowChunk row_chunk(int64_t count) {  // 0 < count <= 16 windows
 const __m512i kEven = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 const __m512i kOdd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 
-// The row of windows whose first window's top-left pixel is first_pixel of the
-// plane `pixels`, 16 windows a step; `tap` is each window's maximum's offset from
-// its top-left pixel.
-void max_pool_2x2_row(float* out, int64_t* where, const float* pixels, int64_t first_pixel,
-                      int64_t in_w, int64_t out_w) {
+// The windows of one plane, a row of windows at a time (the top-left pixel of row
+// oh's first window is oh * row_step), 16 windows a step; `tap` is each window's
+// maximum's offset from its top-left pixel. The loads, stores and masks a row's
+// last step does not need (no second 16 pixels, no second 8 indices) are skipped.
+void max_pool_2x2_plane(float* out, int64_t* where, const float* pixels, int64_t row_step,
+                        int64_t in_w, int64_t out_h, int64_t out_w) {
   const __m512i corner_offsets = _mm512_mullo_epi32(_mm512_set1_epi32(2), _mm512_setr_epi32(
       0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-  for (int64_t ow = 0; ow < out_w; ow += 16) {
-    const RowChunk m = row_chunk(std::min<int64_t>(16, out_w - ow));
-    const float* top = pixels + first_pixel + 2 * ow;
-    const __m512i taps[4] = {_mm512_setzero_si512(), _mm512_set1_epi32(1),
-                             _mm512_set1_epi32(static_cast<int32_t>(in_w)),
-                             _mm512_set1_epi32(static_cast<int32_t>(in_w + 1))};
-    __m512 values[4];
-    for (int r = 0; r < 2; ++r) {
-      const __m512 low = _mm512_maskz_loadu_ps(m.low, top + r * in_w);
-      const __m512 high = _mm512_maskz_loadu_ps(m.high, top + r * in_w + 16);
-      values[2 * r] = _mm512_permutex2var_ps(low, kEven, high);
-      values[2 * r + 1] = _mm512_permutex2var_ps(low, kOdd, high);
+  const __m512i taps[4] = {_mm512_setzero_si512(), _mm512_set1_epi32(1),
+                           _mm512_set1_epi32(static_cast<int32_t>(in_w)),
+                           _mm512_set1_epi32(static_cast<int32_t>(in_w + 1))};
+  for (int64_t oh = 0; oh < out_h; ++oh, out += out_w, where += out_w) {
+    const int64_t first_pixel = oh * row_step;
+    for (int64_t ow = 0; ow < out_w; ow += 16) {
+      const int64_t count = std::min<int64_t>(16, out_w - ow);
+      const RowChunk m = row_chunk(count);
+      const float* top = pixels + first_pixel + 2 * ow;
+      __m512 values[4];
+      for (int r = 0; r < 2; ++r) {
+        const __m512 low = _mm512_maskz_loadu_ps(m.low, top + r * in_w);
+        const __m512 high = count > 8 ? _mm512_maskz_loadu_ps(m.high, top + r * in_w + 16)
+                                      : _mm512_setzero_ps();
+        values[2 * r] = _mm512_permutex2var_ps(low, kEven, high);
+        values[2 * r + 1] = _mm512_permutex2var_ps(low, kOdd, high);
+      }
+      __m512 best = values[0];
+      __m512i tap = taps[0];
+      for (int t = 1; t < 4; ++t) {
+        const __mmask16 take = _mm512_cmp_ps_mask(values[t], best, _CMP_GT_OQ) |
+                               _mm512_cmp_ps_mask(values[t], values[t], _CMP_UNORD_Q);
+        best = _mm512_mask_mov_ps(best, take, values[t]);
+        tap = _mm512_mask_mov_epi32(tap, take, taps[t]);
+      }
+      _mm512_mask_storeu_ps(out + ow, m.outputs, best);
+      const __m512i offsets = _mm512_add_epi32(corner_offsets, tap);
+      const __m512i base = _mm512_set1_epi64(first_pixel + 2 * ow);
+      _mm512_mask_storeu_epi64(
+          where + ow, static_cast<__mmask8>(m.outputs),
+          _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(offsets))));
+      if (count > 8) {
+        _mm512_mask_storeu_epi64(
+            where + ow + 8, static_cast<__mmask8>(m.outputs >> 8),
+            _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(offsets, 1))));
+      }
     }
-    __m512 best = values[0];
-    __m512i tap = taps[0];
-    for (int t = 1; t < 4; ++t) {
-      const __mmask16 take = _mm512_cmp_ps_mask(values[t], best, _CMP_GT_OQ) |
-                             _mm512_cmp_ps_mask(values[t], values[t], _CMP_UNORD_Q);
-      best = _mm512_mask_mov_ps(best, take, values[t]);
-      tap = _mm512_mask_mov_epi32(tap, take, taps[t]);
-    }
-    _mm512_mask_storeu_ps(out + ow, m.outputs, best);
-    const __m512i offsets = _mm512_add_epi32(corner_offsets, tap);
-    const __m512i base = _mm512_set1_epi64(first_pixel + 2 * ow);
-    _mm512_mask_storeu_epi64(
-        where + ow, static_cast<__mmask8>(m.outputs),
-        _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(offsets))));
-    _mm512_mask_storeu_epi64(
-        where + ow + 8, static_cast<__mmask8>(m.outputs >> 8),
-        _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(offsets, 1))));
   }
 }
 
@@ -201,11 +209,8 @@ void max_pool(const Tensor& values, const Tensor& indices, const Tensor& input,
   if constexpr (std::is_same_v<T, float>) {
     if (vector_rows(g)) {
       for_each_plane(g, [&](int64_t p, const Pool2dGeometry& geo) {
-        for (int64_t oh = 0; oh < geo.out_h; ++oh) {
-          const int64_t o = p * out_plane + oh * geo.out_w;
-          max_pool_2x2_row(out + o, where + o, in + p * in_plane, oh * geo.stride_h * geo.in_w,
-                           geo.in_w, geo.out_w);
-        }
+        max_pool_2x2_plane(out + p * out_plane, where + p * out_plane, in + p * in_plane,
+                           geo.stride_h * geo.in_w, geo.in_w, geo.out_h, geo.out_w);
       });
       return;
     }
