@@ -217,12 +217,21 @@ void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const
   const T* w = weight.data_ptr<T>();
   const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
   T* o = out.data_ptr<T>();
+  const bool one_channel = one_channel_loops_apply(g, std::is_same_v<T, float>);
   parallel_for(0, g.batch * g.groups, grain_for(s.flops), [&](int64_t begin, int64_t end) {
-    std::unique_ptr<T[]> buffer = column_buffer<T>(g, s);
+    std::unique_ptr<T[]> buffer = one_channel ? nullptr : column_buffer<T>(g, s);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / g.groups, grp = item % g.groups;
-      const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
       T* out_g = o + (n * g.out_channels + grp * s.out_channels) * s.positions;
+      if constexpr (std::is_same_v<T, float>) {
+        if (one_channel) {
+          one_channel_forward(out_g, in + (n * g.in_channels + grp) * s.plane,
+                              w + grp * s.out_channels * s.depth,
+                              b != nullptr ? b + grp * s.out_channels : nullptr, s.out_channels, g);
+          continue;
+        }
+      }
+      const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
       // [O, P] = W_g [O, D] @ columns [D, P]
       gemm<T>(s.out_channels, s.positions, s.depth, T(1), w + grp * s.out_channels * s.depth,
               s.depth, 1, columns, s.positions, 1, T(0), out_g, s.positions);
@@ -273,7 +282,7 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_output, const
   const int64_t chunk_size = ceil_div(g.batch, std::min(g.batch, kWeightGradChunks));
   const int64_t chunks = ceil_div(g.batch, chunk_size);
   std::unique_ptr<T[]> partials(chunks > 1 ? new T[chunks * weight_numel] : nullptr);
-  const bool one_channel = one_channel_weight_grad_applies(g, std::is_same_v<T, float>);
+  const bool one_channel = one_channel_loops_apply(g, std::is_same_v<T, float>);
   // Groups write disjoint slices of the gradient, so they run in parallel too: a
   // batch of per-sample weight gradients is one image with a group per sample.
   parallel_for(

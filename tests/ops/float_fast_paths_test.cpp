@@ -1,5 +1,5 @@
 // Float32 kernels with loops of their own (kernels/cpu/conv_one_channel.cpp: Note
-// [Weight gradient of one-channel 3 x 3 convolutions]; kernels/cpu/conv_narrow.cpp:
+// [One-channel 3 x 3 convolutions]; kernels/cpu/conv_narrow.cpp:
 // Note [Column matrices of narrow images in vectors]; kernels/cpu/pool.cpp: Note
 // [Pooling rows of 2 x 2 windows in vectors]) against the same op in Float64, which
 // takes the general loops: shapes with rows of more than one vector and a partial
@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -36,7 +37,7 @@ struct OneChannelCase {
   int64_t images, channels, groups, out_channels, height, width;
 };
 
-TEST(FloatFastPaths, OneChannelConvWeightGradientMatchesFloat64) {
+TEST(FloatFastPaths, OneChannelConvolutionAndWeightGradientMatchFloat64) {
   const st::Generator gen(7);
   for (const OneChannelCase& c : {OneChannelCase{3, 1, 1, 5, 20, 37},  // summed over images
                                   OneChannelCase{1, 4, 4, 12, 9, 18},   // samples as groups
@@ -45,6 +46,18 @@ TEST(FloatFastPaths, OneChannelConvWeightGradientMatchesFloat64) {
     const st::Tensor grad =
         st::randn({c.images, c.out_channels, c.height - 2, c.width - 2}, gen);
     const std::vector<int64_t> weight_sizes = {c.out_channels, c.channels / c.groups, 3, 3};
+    const st::Tensor weight = st::randn(weight_sizes, gen), bias = st::randn({c.out_channels}, gen);
+    for (const bool with_bias : {true, false}) {
+      const std::optional<st::Tensor> b = with_bias ? std::optional(bias) : std::nullopt;
+      const std::optional<st::Tensor> b64 =
+          with_bias ? std::optional(bias.to(st::kFloat64)) : std::nullopt;
+      EXPECT_LT(worst_relative_error(
+                    nn::conv2d(input, weight, b, {1}, {0}, {1}, c.groups),
+                    nn::conv2d(input.to(st::kFloat64), weight.to(st::kFloat64), b64, {1}, {0},
+                               {1}, c.groups)),
+                1e-4)
+          << "forward, images " << c.images << ", groups " << c.groups << ", bias " << with_bias;
+    }
     const st::Tensor got = nn::conv2d_backward_weight(grad, input, weight_sizes, {1}, {0}, {1},
                                                       c.groups);
     const st::Tensor want =
