@@ -111,7 +111,7 @@ TEST(FloatFastPaths, NarrowImageConvolutionMatchesFloat64) {
   }
 }
 
-TEST(FloatFastPaths, TwoByTwoMaxPoolRowsMatchFloat64) {
+TEST(FloatFastPaths, TwoByTwoMaxPoolRowsAndBackwardMatchFloat64) {
   const st::Generator gen(11);
   // Widths of 20 windows (a vector and a part) and 2 windows with a column left over.
   for (int64_t width : {40, 41, 5}) {
@@ -123,6 +123,14 @@ TEST(FloatFastPaths, TwoByTwoMaxPoolRowsMatchFloat64) {
       EXPECT_EQ(indices.to_vector<int64_t>(), want_indices.to_vector<int64_t>())
           << "width " << width << ", row stride " << stride[0];
       EXPECT_EQ(worst_relative_error(values, want_values), 0.0);
+      // And the backward of those indices (row stride 1's windows overlap: a
+      // pixel's two gradients add in Float32 there).
+      const st::Tensor grad = st::randn(values.sizes(), gen);
+      EXPECT_LT(worst_relative_error(nn::max_pool2d_backward(grad, input, indices),
+                                     nn::max_pool2d_backward(grad.to(st::kFloat64),
+                                                             input.to(st::kFloat64), indices)),
+                1e-6)
+          << "backward, width " << width << ", row stride " << stride[0];
     }
   }
 }
