@@ -302,6 +302,16 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_output, const
                 continue;
               }
             }
+            if constexpr (std::is_same_v<T, float>) {
+              if (buffer && narrow_columns_apply(g, true)) {
+                // sum_g [O, D] (+)= grad_output_g [O, P] @ rows [P, D]
+                narrow_im2row(in + (n * g.in_channels + grp * s.channels) * s.plane,
+                              buffer.get(), g, s.channels);
+                gemm<T>(s.out_channels, s.depth, s.positions, T(1), grad, s.positions, 1,
+                        buffer.get(), s.depth, 1, n == first ? T(0) : T(1), sum, s.depth);
+                continue;
+              }
+            }
             const T* columns = columns_of(in, buffer.get(), n, grp, g, s);
             // sum_g [O, D] (+)= grad_output_g [O, P] @ columns^T [P, D]
             gemm<T>(s.out_channels, s.depth, s.positions, T(1), grad, s.positions, 1, columns, 1,

@@ -22,5 +22,10 @@ bool narrow_columns_apply(const Conv2dGeometry& g, bool is_float);
 // out_h * out_w], and back: narrow_col2im writes every pixel of the planes.
 void narrow_im2col(const float* image, float* columns, const Conv2dGeometry& g, int64_t channels);
 void narrow_col2im(float* image, const float* columns, const Conv2dGeometry& g, int64_t channels);
+// The column matrix's transpose, rows [out_h * out_w, channels * kH * kW]: the weight
+// gradient's product then has a row-major right operand, which the broadcast loop
+// takes without the packing a blocked GEMM does for a column-major one. Sixteen
+// column rows at a time are formed in registers as above and transposed there.
+void narrow_im2row(const float* image, float* rows, const Conv2dGeometry& g, int64_t channels);
 
 }  // namespace strata::cpu
