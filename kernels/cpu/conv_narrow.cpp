@@ -65,7 +65,7 @@ void narrow_im2row(const float* image, float* rows, const Conv2dGeometry& g, int
   const int64_t in_h = g.in_h, in_w = g.in_w, out_h = g.out_h, out_w = g.out_w;
   const int64_t kernel_h = g.kernel_h, kernel_w = g.kernel_w;
   const int64_t depth = channels * kernel_h * kernel_w;
-  const __mmask16 row_lanes = first_lanes(in_w);
+  const __mmask16 out_lanes = first_lanes(out_w);
   for (int64_t oh = 0; oh < out_h; ++oh) {
     float* out = rows + oh * out_w * depth;
     int64_t c = 0, kh = 0, kw = 0;  // of column row k, stepped with it
@@ -77,9 +77,7 @@ void narrow_im2row(const float* image, float* rows, const Conv2dGeometry& g, int
           r[i] = _mm512_setzero_ps();
           continue;
         }
-        const __m512 row = _mm512_maskz_loadu_ps(row_lanes, image + (c * in_h + oh + kh) * in_w);
-        r[i] = _mm512_permutexvar_ps(
-            _mm512_add_epi32(lane_numbers(), _mm512_set1_epi32(int32_t(kw))), row);
+        r[i] = _mm512_maskz_loadu_ps(out_lanes, image + (c * in_h + oh + kh) * in_w + kw);
         if (++kw == kernel_w) kw = 0, ++kh;
         if (kh == kernel_h) kh = 0, ++c;
       }
@@ -93,17 +91,15 @@ void narrow_im2row(const float* image, float* rows, const Conv2dGeometry& g, int
 void narrow_im2col(const float* image, float* columns, const Conv2dGeometry& g, int64_t channels) {
   const int64_t in_h = g.in_h, in_w = g.in_w, out_h = g.out_h, out_w = g.out_w;
   const int64_t kernel_h = g.kernel_h, kernel_w = g.kernel_w, positions = out_h * out_w;
-  const __mmask16 row_lanes = first_lanes(in_w), out_lanes = first_lanes(out_w);
+  const __mmask16 out_lanes = first_lanes(out_w);
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t kh = 0; kh < kernel_h; ++kh) {
       float* tap_rows = columns + (c * kernel_h + kh) * kernel_w * positions;
       for (int64_t oh = 0; oh < out_h; ++oh) {
-        const __m512 row = _mm512_maskz_loadu_ps(row_lanes, image + (c * in_h + oh + kh) * in_w);
+        const float* row = image + (c * in_h + oh + kh) * in_w;
         for (int64_t kw = 0; kw < kernel_w; ++kw) {
-          // Lane l of tap kw's row is pixel l + kw.
-          const __m512i from = _mm512_add_epi32(lane_numbers(), _mm512_set1_epi32(int32_t(kw)));
           _mm512_mask_storeu_ps(tap_rows + kw * positions + oh * out_w, out_lanes,
-                                _mm512_permutexvar_ps(from, row));
+                                _mm512_maskz_loadu_ps(out_lanes, row + kw));
         }
       }
     }
