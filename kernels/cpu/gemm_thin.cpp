@@ -55,9 +55,14 @@ void store(T* out, T value, T beta, T alpha) {
 
 // Whether a tile's last packet may be a part one, loaded and stored under a lane
 // mask (Eigen has masked Packet16f loads and stores): no copy of the last columns.
+#ifdef __AVX512F__
 template <class T>
 constexpr bool kMaskedTail =
     std::is_same_v<T, float> && std::is_same_v<Packet<T>, Eigen::internal::Packet16f>;
+#else
+template <class T>
+constexpr bool kMaskedTail = false;
+#endif
 
 // Packet q of a tile whose last packet holds `last` lanes (Masked) or all of them.
 template <bool Masked, int Packets, class T>
