@@ -12,9 +12,7 @@ ValueMap::ValueMap() {
 ValueMap::~ValueMap() {
   // A grown table is freed: the spare stays small.
   if (slots_.size() != kInitialSlots || !spare_.empty()) return;
-  for (Slot& s : slots_) {
-    if (s.impl != nullptr) s = Slot{};
-  }
+  for (size_t i = 0; i < used_; ++i) slots_[used_slots_[i]] = Slot{};
   spare_.swap(slots_);
 }
 

@@ -61,6 +61,7 @@ class ValueMap {
     if (own && !s.owned.defined()) s.owned = t;
     if (s.impl == nullptr) {
       s.impl = t.impl();
+      if (used_ < kInitialSlots / 2) used_slots_[used_] = static_cast<uint8_t>(&s - slots_.data());
       if (++used_ * 2 > slots_.size()) grow();
     }
   }
@@ -74,6 +75,9 @@ class ValueMap {
 
   std::vector<Slot> slots_;
   size_t used_ = 0;
+  // The slots taken, in order, while the table has its initial size (at most
+  // half of it is used before it grows): the ones to empty for the next trace.
+  uint8_t used_slots_[kInitialSlots / 2];
   // The emptied initial-size table of this thread's last trace, or nothing.
   static thread_local std::vector<Slot> spare_;
 };
