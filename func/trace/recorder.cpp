@@ -45,15 +45,13 @@ int64_t GraphRecorder::value_of(const Tensor& t) {
 
 const Tensor& GraphRecorder::add_input(const Tensor& leaf) {
   STRATA_CHECK(leaf.defined(), "trace", "an input leaf is an undefined tensor");
-  const bool replace = options_.mode == TraceMode::Fake || ids_.find(leaf.impl()) >= 0;
-  if (replace) {
-    Tensor& traced = replaced_inputs_.emplace_front(
-        options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf)) : alias_of(leaf));
-    // A wrapped number keeps its place in type promotion (a Python-style scalar).
-    traced.impl()->set_wrapped_number(leaf.impl()->is_wrapped_number());
-  }
-  const Tensor& traced = replace ? replaced_inputs_.front() : leaf;
-  ids_.bind_borrowed(traced, graph_.add_input(leaf));
+  const int64_t id = graph_.add_input(leaf);
+  if (options_.mode == TraceMode::Real && ids_.bind_borrowed_if_new(leaf, id)) return leaf;
+  Tensor& traced = replaced_inputs_.emplace_front(
+      options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf)) : alias_of(leaf));
+  // A wrapped number keeps its place in type promotion (a Python-style scalar).
+  traced.impl()->set_wrapped_number(leaf.impl()->is_wrapped_number());
+  ids_.bind_borrowed(traced, id);
   return traced;
 }
 
