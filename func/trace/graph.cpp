@@ -117,6 +117,13 @@ int64_t Graph::add_node_output(size_t node, const Tensor& t) {
   return static_cast<int64_t>(values_.size()) - 1;
 }
 
+int64_t Graph::add_tensor_result(const Tensor& t) {
+  const auto id = static_cast<int64_t>(values_.size());
+  new_value(GraphValue::Kind::NodeOutput, t);
+  nodes_.back().results.push_back(NodeResult{false, IdRange{id, 1}});
+  return id;
+}
+
 std::vector<std::string> Graph::op_names() const {
   std::vector<std::string> names;
   names.reserve(nodes_.size());

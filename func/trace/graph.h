@@ -189,6 +189,9 @@ class Graph {
   int64_t add_node_output(size_t node, ValueType type);
   // The same, typed as t (the recorder's, made in place).
   int64_t add_node_output(size_t node, const Tensor& t);
+  // A tensor result of node `node`, the last node, typed as t: begin_result and
+  // add_node_output in one (the recorder's usual result).
+  int64_t add_tensor_result(const Tensor& t);
   void add_output(int64_t value) { outputs_.push_back(value); }
 
  private:

@@ -138,8 +138,7 @@ void GraphRecorder::add_node_results(const OperatorHandle& op, Device device, si
   const size_t node = graph_.add_node(op, replay_keys(device), first_arg);
   for (const ArgRef& r : results) {
     if (r.kind == ArgRef::Kind::Tensor) {
-      graph_.begin_result(node, false);
-      ids_.bind(r.tensor(), graph_.add_node_output(node, r.tensor()));
+      ids_.bind(r.tensor(), graph_.add_tensor_result(r.tensor()));
     } else if (r.kind == ArgRef::Kind::TensorList) {
       graph_.begin_result(node, true);
       for (const Tensor& t : r.tensor_list()) ids_.bind(t, graph_.add_node_output(node, t));
@@ -218,6 +217,8 @@ void GraphRecorder::record_typed(const OperatorHandle& op, TypedCall& call) {
     } else if (ref.kind == ArgRef::Kind::TensorList) {
       record_list(ref.tensor_list(), arg);
       for (const Tensor& t : ref.tensor_list()) seen(t);
+    } else if (ref.kind == ArgRef::Kind::OptionalTensor && !ref.optional_tensor()) {
+      // None: a constant, as NodeArg starts.
     } else {
       const IValue v = ref.box();
       record_boxed_arg(schema.arguments()[i], v, arg);
