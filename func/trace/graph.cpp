@@ -25,10 +25,9 @@ GraphValue& Graph::new_value(GraphValue::Kind kind, const Tensor& like) {
   v.kind = kind;
   v.type.dtype = like.dtype();
   v.type.device = like.device();
-  // Element by element: a few sizes copy faster than through memcpy.
-  const IntArrayRef sizes = like.sizes();
-  v.type.sizes.resize(sizes.size());
-  for (size_t d = 0; d < sizes.size(); ++d) v.type.sizes[d] = sizes[d];
+  // Element by element: a few sizes copy faster than through memcpy, or after
+  // the zero fill of a resize.
+  for (const int64_t size : like.sizes()) v.type.sizes.push_back(size);
   return v;
 }
 

@@ -89,7 +89,7 @@ class ValueMap {
   // half of it is used before it grows): the ones to empty for the next trace.
   uint8_t used_slots_[kInitialSlots / 2];
   // The emptied initial-size table of this thread's last trace, or nothing.
-  static thread_local std::vector<Slot> spare_;
+  static std::vector<Slot>& spare();
 };
 
 }  // namespace strata
