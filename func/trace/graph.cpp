@@ -51,7 +51,8 @@ int64_t Graph::add_constant(Tensor value) {
 
 size_t Graph::append_args(NodeArgs args) {
   const size_t first = args_.size();
-  args_.insert(args_.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  args_.insert(args_.end(), std::make_move_iterator(args.begin()),
+               std::make_move_iterator(args.end()));
   return first;
 }
 
