@@ -36,7 +36,7 @@ Graph eliminate_common_subexpressions(const Graph& g) {
     if (!pure(node)) continue;
     std::ostringstream key;
     key << node.op.operator_name().to_string() << '(';
-    for (const NodeArg& arg : node.args) {
+    for (const NodeArg& arg : g.args(node)) {
       if (arg.kind == NodeArg::Kind::Constant) {
         key << constant_text(arg.constant);
       } else {

@@ -19,7 +19,7 @@ Graph eliminate_dead_code(const Graph& g) {
     }
     if (!live) continue;
     keep[n] = true;
-    for (const NodeArg& arg : node.args) {
+    for (const NodeArg& arg : g.args(node)) {
       for (int64_t id : arg.values) {
         if (id >= 0) live_value[static_cast<size_t>(id)] = true;
       }

@@ -13,6 +13,19 @@
 
 namespace strata {
 
+DecompositionTable::DecompositionTable(const DecompositionTable& other)
+    : entries_(other.entries_ != nullptr ? std::make_unique<Entries>(*other.entries_) : nullptr) {}
+
+DecompositionTable& DecompositionTable::operator=(const DecompositionTable& other) {
+  if (this != &other) *this = DecompositionTable(other);
+  return *this;
+}
+
+DecompositionTable::Entries& DecompositionTable::entries() {
+  if (entries_ == nullptr) entries_ = std::make_unique<Entries>();
+  return *entries_;
+}
+
 OperatorHandle DecompositionTable::find_op(std::string_view name) {
   const OperatorName op_name = parse_operator_name(name);
   const std::optional<OperatorHandle> op = Dispatcher::singleton().find_schema(op_name);
@@ -28,24 +41,24 @@ const OperatorEntry* DecompositionTable::entry_named(std::string_view name) {
 
 bool DecompositionTable::erase(std::string_view name) {
   const OperatorEntry* entry = entry_named(name);
-  return entry != nullptr && entries_.erase(entry) > 0;
+  return entry != nullptr && entries_ != nullptr && entries_->erase(entry) > 0;
 }
 
 bool DecompositionTable::contains(std::string_view name) const {
   const OperatorEntry* entry = entry_named(name);
-  return entry != nullptr && entries_.count(entry) > 0;
+  return entry != nullptr && entries_ != nullptr && entries_->count(entry) > 0;
 }
 
 const KernelFunction* DecompositionTable::find(const OperatorHandle& op) const {
-  if (entries_.empty()) return nullptr;
-  const auto it = entries_.find(&op.entry());
-  return it == entries_.end() ? nullptr : &it->second;
+  if (entries_ == nullptr || entries_->empty()) return nullptr;
+  const auto it = entries_->find(&op.entry());
+  return it == entries_->end() ? nullptr : &it->second;
 }
 
 void DecompositionTable::add_row_decompositions() {
   for (const RegisteredOpDef& row : registered_op_defs()) {
     if (row.def->decomposition.has_value()) {
-      entries_[&find_op(row.name).entry()] = row.def->decomposition.value.function;
+      entries()[&find_op(row.name).entry()] = row.def->decomposition.value.function;
     }
   }
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -14,6 +15,13 @@ namespace strata {
 // "strata::<name>.<overload>".
 class DecompositionTable {
  public:
+  DecompositionTable() = default;
+  DecompositionTable(const DecompositionTable& other);
+  DecompositionTable& operator=(const DecompositionTable& other);
+  DecompositionTable(DecompositionTable&&) noexcept = default;
+  DecompositionTable& operator=(DecompositionTable&&) noexcept = default;
+  ~DecompositionTable() = default;
+
   // Sets the decomposition of `name`, written with ordinary ops. Sig is the op's
   // C++ signature; throws strata::Error for an unknown op or a Sig that does not
   // match the op's schema.
@@ -21,13 +29,13 @@ class DecompositionTable {
   DecompositionTable& set(std::string_view name, F fn) {
     const OperatorHandle op = find_op(name);
     detail::check_typed_signature(op.entry(), detail::SignatureOf<Sig>::get());
-    entries_[&op.entry()] = KernelFunction::from_unboxed(std::function<Sig>(std::move(fn)));
+    entries()[&op.entry()] = KernelFunction::from_unboxed(std::function<Sig>(std::move(fn)));
     return *this;
   }
   // Keeps `name` whole in the graph; true if it was in the table.
   bool erase(std::string_view name);
   bool contains(std::string_view name) const;
-  size_t size() const { return entries_.size(); }
+  size_t size() const { return entries_ != nullptr ? entries_->size() : 0; }
   // The decomposition of op, or null.
   const KernelFunction* find(const OperatorHandle& op) const;
 
@@ -38,8 +46,12 @@ class DecompositionTable {
   static OperatorHandle find_op(std::string_view name);
   // The op named `name`, or null.
   static const OperatorEntry* entry_named(std::string_view name);
+  using Entries = std::unordered_map<const OperatorEntry*, KernelFunction>;
+  // The entries, made on the first set: an empty table (trace()'s default) is
+  // made, moved and freed with no map at all.
+  Entries& entries();
   // Keyed by the op's entry: the recorder looks each call's op up here.
-  std::unordered_map<const OperatorEntry*, KernelFunction> entries_;
+  std::unique_ptr<Entries> entries_;
 };
 
 // Every op that has a decomposition (every composite op, and the ops whose row

@@ -25,10 +25,9 @@ GraphValue& Graph::new_value(GraphValue::Kind kind, const Tensor& like) {
   v.kind = kind;
   v.type.dtype = like.dtype();
   v.type.device = like.device();
-  // Element by element: a few sizes copy faster than through memcpy.
-  const IntArrayRef sizes = like.sizes();
-  v.type.sizes.resize(sizes.size());
-  for (size_t d = 0; d < sizes.size(); ++d) v.type.sizes[d] = sizes[d];
+  // Element by element: a few sizes copy faster than through memcpy, or after
+  // the zero fill of a resize.
+  for (const int64_t size : like.sizes()) v.type.sizes.push_back(size);
   return v;
 }
 
@@ -50,13 +49,25 @@ int64_t Graph::add_constant(Tensor value) {
   return static_cast<int64_t>(values_.size()) - 1;
 }
 
+size_t Graph::append_args(NodeArgs args) {
+  const size_t first = args_.size();
+  args_.insert(args_.end(), std::make_move_iterator(args.begin()),
+               std::make_move_iterator(args.end()));
+  return first;
+}
+
 size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, NodeArgs args) {
+  return add_node(op, keys, append_args(std::move(args)));
+}
+
+size_t Graph::add_node(OperatorHandle op, DispatchKeySet keys, size_t first_arg) {
   GraphNode& node = nodes_.emplace_back();
   node.op = op;
   node.keys = keys;
   node.kernel = &op.entry().lookup(keys.highest());
-  node.args = std::move(args);
-  node.typed = typed_replay_for(node);
+  node.first_arg = static_cast<uint32_t>(first_arg);
+  node.num_args = static_cast<uint32_t>(args_.size() - first_arg);
+  node.typed = typed_replay_for(node, args_.data() + first_arg, node.num_args);
   return nodes_.size() - 1;
 }
 
@@ -64,7 +75,8 @@ size_t Graph::add_hop_node(const HigherOrderOperator& hop, NodeArgs args,
                            std::vector<std::shared_ptr<const Graph>> subgraphs,
                            std::vector<int64_t> attrs) {
   GraphNode node;
-  node.args = std::move(args);
+  node.num_args = static_cast<uint32_t>(args.size());
+  node.first_arg = static_cast<uint32_t>(append_args(std::move(args)));
   node.hop = &hop;
   node.subgraphs = std::move(subgraphs);
   node.attrs = std::move(attrs);
@@ -105,6 +117,13 @@ int64_t Graph::add_node_output(size_t node, const Tensor& t) {
   return static_cast<int64_t>(values_.size()) - 1;
 }
 
+int64_t Graph::add_tensor_result(const Tensor& t) {
+  const auto id = static_cast<int64_t>(values_.size());
+  new_value(GraphValue::Kind::NodeOutput, t);
+  nodes_.back().results.push_back(NodeResult{false, IdRange{id, 1}});
+  return id;
+}
+
 std::vector<std::string> Graph::op_names() const {
   std::vector<std::string> names;
   names.reserve(nodes_.size());
@@ -112,9 +131,9 @@ std::vector<std::string> Graph::op_names() const {
   return names;
 }
 
-size_t values_before(const GraphNode& node) {
+size_t values_before(const Graph& g, const GraphNode& node) {
   int64_t end = 0;
-  for (const NodeArg& arg : node.args) {
+  for (const NodeArg& arg : g.args(node)) {
     for (int64_t id : arg.values) end = std::max(end, id + 1);
   }
   for (const NodeResult& r : node.results) {
@@ -129,7 +148,7 @@ Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
   for (int64_t id : g.outputs()) used[static_cast<size_t>(replacement[id])] = true;
   for (size_t n = 0; n < g.nodes().size(); ++n) {
     if (!keep_node[n]) continue;
-    for (const NodeArg& arg : g.nodes()[n].args) {
+    for (const NodeArg& arg : g.args(g.nodes()[n])) {
       for (int64_t id : arg.values) {
         if (id >= 0) used[static_cast<size_t>(replacement[id])] = true;
       }
@@ -149,9 +168,10 @@ Graph rebuild_graph(const Graph& g, const std::vector<bool>& keep_node,
   auto mapped = [&](int64_t id) { return id < 0 ? id : new_id[static_cast<size_t>(replacement[id])]; };
   for (size_t n = 0; n < g.nodes().size(); ++n) {
     const GraphNode& node = g.nodes()[n];
-    sources_below(values_before(node));
+    sources_below(values_before(g, node));
     if (!keep_node[n]) continue;
-    NodeArgs args = node.args;
+    const ArrayRef<NodeArg> node_args = g.args(node);
+    NodeArgs args(node_args.begin(), node_args.end());
     for (NodeArg& arg : args) {
       for (int64_t& id : arg.values) id = mapped(id);
     }

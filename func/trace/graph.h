@@ -25,6 +25,11 @@
 // A node's operator is resolved once, when the node is made: replay calls the
 // kernel of its backend key directly, past the layer stack and the modes, when
 // neither is active (Note [Replay] in replay.cpp).
+//
+// Note [Node arguments]
+// The arguments of every node live in one vector of the graph, each node holding
+// the range of its own (Graph::args(node)): recording a node allocates no
+// argument block of its own, and a graph frees them all at once.
 
 namespace strata {
 
@@ -64,6 +69,7 @@ struct NodeArg {
   IValue constant;
   ValueIds values;
 };
+// A node's arguments while it is built (the parser's and the passes' way in).
 using NodeArgs = GraphVector<NodeArg>;
 
 // Consecutive value ids: a node's results are numbered in order as it is added.
@@ -101,7 +107,10 @@ struct GraphNode {
   // The kernel replay calls, resolved for the backend key at construction.
   DispatchKeySet keys;
   const KernelFunction* kernel = nullptr;
-  NodeArgs args;
+  // Its arguments: Graph::args(node), a range of the graph's argument storage
+  // (Note [Node arguments]).
+  uint32_t first_arg = 0;
+  uint32_t num_args = 0;
   // Inline for the usual single result, so recording a node allocates less.
   SmallVector<NodeResult, 1> results;
   // The kernel's typed call, when it has one replay knows (Note [Typed replay]).
@@ -143,13 +152,17 @@ class Graph {
 
   const GraphVector<GraphValue>& values() const { return values_; }
   const GraphVector<GraphNode>& nodes() const { return nodes_; }
+  ArrayRef<NodeArg> args(const GraphNode& node) const {
+    return {args_.data() + node.first_arg, node.num_args};
+  }
   const GraphVector<int64_t>& inputs() const { return inputs_; }
   const GraphVector<int64_t>& outputs() const { return outputs_; }
 
   // Building (the recorder, the parser and the passes).
-  void reserve(size_t values, size_t nodes, size_t inputs, size_t outputs) {
+  void reserve(size_t values, size_t nodes, size_t args, size_t inputs, size_t outputs) {
     values_.reserve(values);
     nodes_.reserve(nodes);
+    args_.reserve(args);
     inputs_.reserve(inputs);
     outputs_.reserve(outputs);
   }
@@ -159,6 +172,14 @@ class Graph {
   int64_t add_constant(Tensor value);
   // Resolves the node's kernel for `keys` (its backend key); returns the node's index.
   size_t add_node(OperatorHandle op, DispatchKeySet keys, NodeArgs args);
+  // The recorder's way, with no argument vector of its own: the next node's
+  // arguments are made in place (new_arg()), then add_node(op, keys, first) makes
+  // the node of the arguments from `first` (next_arg() before the first of them)
+  // to the last one made. drop_args(first) forgets them instead (a failed call).
+  size_t next_arg() const { return args_.size(); }
+  NodeArg& new_arg() { return args_.emplace_back(); }
+  void drop_args(size_t first) { args_.erase(args_.begin() + static_cast<std::ptrdiff_t>(first), args_.end()); }
+  size_t add_node(OperatorHandle op, DispatchKeySet keys, size_t first_arg);
   // A higher-order operator's node; returns its index.
   size_t add_hop_node(const HigherOrderOperator& hop, NodeArgs args,
                       std::vector<std::shared_ptr<const Graph>> subgraphs, std::vector<int64_t> attrs);
@@ -168,15 +189,20 @@ class Graph {
   int64_t add_node_output(size_t node, ValueType type);
   // The same, typed as t (the recorder's, made in place).
   int64_t add_node_output(size_t node, const Tensor& t);
+  // A tensor result of node `node`, the last node, typed as t: begin_result and
+  // add_node_output in one (the recorder's usual result).
+  int64_t add_tensor_result(const Tensor& t);
   void add_output(int64_t value) { outputs_.push_back(value); }
 
  private:
   // A new value typed as `like`, made in place (the recorder's path).
   GraphValue& new_value(GraphValue::Kind kind, const Tensor& like);
   void extend_result(size_t node);
+  size_t append_args(NodeArgs args);
 
   GraphVector<GraphValue> values_;
   GraphVector<GraphNode> nodes_;
+  GraphVector<NodeArg> args_;
   GraphVector<int64_t> inputs_;
   GraphVector<int64_t> outputs_;
 };
@@ -187,8 +213,8 @@ std::string node_name(const GraphNode& node);
 // does: its subgraphs may not write their inputs).
 bool writes_argument(const GraphNode& node);
 
-// The values a node needs printed (or copied) before it: every id below this.
-size_t values_before(const GraphNode& node);
+// The values a node of g needs printed (or copied) before it: every id below this.
+size_t values_before(const Graph& g, const GraphNode& node);
 
 // A node's constant argument as the text writes it (exact, so equal text means
 // an equal value).

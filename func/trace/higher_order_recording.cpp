@@ -49,8 +49,9 @@ void check_inputs_not_written(const HigherOrderOperator& op, const char* fn_name
   for (const GraphNode& node : g.nodes()) {
     if (node.hop != nullptr) continue;
     const std::vector<Argument>& schema_args = node.op.schema().arguments();
-    for (size_t a = 0; a < node.args.size() && a < schema_args.size(); ++a) {
-      const NodeArg& arg = node.args[a];
+    const ArrayRef<NodeArg> args = g.args(node);
+    for (size_t a = 0; a < args.size() && a < schema_args.size(); ++a) {
+      const NodeArg& arg = args[a];
       if (arg.kind != NodeArg::Kind::Value || !schema_args[a].alias || !schema_args[a].alias->is_write) continue;
       const int64_t input = input_of[static_cast<size_t>(arg.values[0])];
       if (input < 0) continue;
@@ -63,7 +64,7 @@ void check_inputs_not_written(const HigherOrderOperator& op, const char* fn_name
                   "tensor, or trace functionalize(f)");
     }
     if (!node.op.entry().returns_view()) continue;
-    for (const NodeArg& arg : node.args) {
+    for (const NodeArg& arg : args) {
       if (arg.kind != NodeArg::Kind::Value || input_of[static_cast<size_t>(arg.values[0])] < 0) continue;
       for (const NodeResult& r : node.results) {
         for (int64_t id : r.values) input_of[static_cast<size_t>(id)] = input_of[static_cast<size_t>(arg.values[0])];

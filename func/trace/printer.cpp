@@ -111,15 +111,16 @@ void print_typed(std::ostream& out, const Graph& g, int64_t id) {
   out << '%' << id << " : " << to_string(g.values()[static_cast<size_t>(id)].type);
 }
 
-void print_hop_call(std::ostream& out, const GraphNode& node) {
+void print_hop_call(std::ostream& out, const Graph& g, const GraphNode& node) {
   out << node.hop->name() << '(';
-  const size_t operands = node.args.size() - node.subgraphs.size();
+  const ArrayRef<NodeArg> args = g.args(node);
+  const size_t operands = args.size() - node.subgraphs.size();
   for (size_t i = 0; i < operands; ++i) {
     if (i > 0) out << ", ";
-    print_value_ref(out, node.args[i].values[0]);
+    print_value_ref(out, args[i].values[0]);
   }
   out << (operands > 0 ? ", " : "") << "captures=";
-  print_list(out, NodeArgs(node.args.begin() + static_cast<std::ptrdiff_t>(operands), node.args.end()),
+  print_list(out, ArrayRef<NodeArg>(args.begin() + operands, args.size() - operands),
              [&](const NodeArg& arg) { print_list(out, arg.values, [&](int64_t id) { print_value_ref(out, id); }); });
   out << ", attrs=";
   print_list(out, node.attrs, [&](int64_t a) { out << a; });
@@ -145,14 +146,15 @@ void print_node(std::ostream& out, const Graph& g, const GraphNode& node) {
   }
   out << " = ";
   if (node.hop != nullptr) {
-    print_hop_call(out, node);
+    print_hop_call(out, g, node);
     return;
   }
   out << node.op.operator_name().to_string() << '(';
   const std::vector<Argument>& schema_args = node.op.schema().arguments();
-  for (size_t i = 0; i < node.args.size(); ++i) {
+  const ArrayRef<NodeArg> args = g.args(node);
+  for (size_t i = 0; i < args.size(); ++i) {
     if (i > 0) out << ", ";
-    const NodeArg& arg = node.args[i];
+    const NodeArg& arg = args[i];
     switch (arg.kind) {
       case NodeArg::Kind::Value: print_value_ref(out, arg.values[0]); break;
       case NodeArg::Kind::ValueList:
@@ -197,7 +199,7 @@ std::string Graph::to_string() const {
     }
   };
   for (const GraphNode& node : nodes_) {
-    print_sources_below(values_before(node));
+    print_sources_below(values_before(*this, node));
     print_node(out, *this, node);
   }
   print_sources_below(values_.size());

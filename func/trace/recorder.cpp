@@ -25,7 +25,7 @@
 namespace strata {
 
 GraphRecorder::GraphRecorder(const TraceOptions& options) : options_(options) {
-  graph_.reserve(kExpectedValues, kExpectedNodes, kExpectedInputs, kExpectedOutputs);
+  graph_.reserve(kExpectedValues, kExpectedNodes, kExpectedArgs, kExpectedInputs, kExpectedOutputs);
 }
 
 int64_t GraphRecorder::value_of(const Tensor& t) {
@@ -45,20 +45,13 @@ int64_t GraphRecorder::value_of(const Tensor& t) {
 
 const Tensor& GraphRecorder::add_input(const Tensor& leaf) {
   STRATA_CHECK(leaf.defined(), "trace", "an input leaf is an undefined tensor");
-  // A subgraph's inputs are values below the layers (a control-flow function
-  // traced inside a transform: Note [Control flow traced inside vmap and
-  // functionalize]), so only trace() itself must start outside every transform.
-  STRATA_CHECK(parent_ != nullptr || layer_stack_empty(), "trace", "trace() inside a transform (",
-               describe_layer_stack(), ") is not supported; trace the transformed function");
-  const bool replace = options_.mode == TraceMode::Fake || ids_.find(leaf.impl()) >= 0;
-  if (replace) {
-    Tensor& traced = replaced_inputs_.emplace_front(
-        options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf)) : alias_of(leaf));
-    // A wrapped number keeps its place in type promotion (a Python-style scalar).
-    traced.impl()->set_wrapped_number(leaf.impl()->is_wrapped_number());
-  }
-  const Tensor& traced = replace ? replaced_inputs_.front() : leaf;
-  ids_.bind_borrowed(traced, graph_.add_input(leaf));
+  const int64_t id = graph_.add_input(leaf);
+  if (options_.mode == TraceMode::Real && ids_.bind_borrowed_if_new(leaf, id)) return leaf;
+  Tensor& traced = replaced_inputs_.emplace_front(
+      options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf)) : alias_of(leaf));
+  // A wrapped number keeps its place in type promotion (a Python-style scalar).
+  traced.impl()->set_wrapped_number(leaf.impl()->is_wrapped_number());
+  ids_.bind_borrowed(traced, id);
   return traced;
 }
 
@@ -140,13 +133,12 @@ void GraphRecorder::record_list(ArrayRef<Tensor> list, NodeArg& arg) {
   for (const Tensor& t : list) arg.values.push_back(t.defined() ? value_of(t) : -1);
 }
 
-void GraphRecorder::add_node_results(const OperatorHandle& op, Device device,
-                                     NodeArgs args, ArrayRef<ArgRef> results) {
-  const size_t node = graph_.add_node(op, replay_keys(device), std::move(args));
+void GraphRecorder::add_node_results(const OperatorHandle& op, Device device, size_t first_arg,
+                                     ArrayRef<ArgRef> results) {
+  const size_t node = graph_.add_node(op, replay_keys(device), first_arg);
   for (const ArgRef& r : results) {
     if (r.kind == ArgRef::Kind::Tensor) {
-      graph_.begin_result(node, false);
-      ids_.bind(r.tensor(), graph_.add_node_output(node, r.tensor()));
+      ids_.bind(r.tensor(), graph_.add_tensor_result(r.tensor()));
     } else if (r.kind == ArgRef::Kind::TensorList) {
       graph_.begin_result(node, true);
       for (const Tensor& t : r.tensor_list()) ids_.bind(t, graph_.add_node_output(node, t));
@@ -158,14 +150,16 @@ void GraphRecorder::add_node_results(const OperatorHandle& op, Device device,
   }
 }
 
-// Runs `run` as a recorded call: the calls it makes are executed, not recorded.
+// Runs `run` as a recorded call whose arguments, from first_arg on, are made:
+// the calls it makes are executed, not recorded; if it throws, its arguments go.
 template <class F>
-void GraphRecorder::inside_recorded_call(F&& run) {
+void GraphRecorder::inside_recorded_call(size_t first_arg, F&& run) {
   ++inside_recorded_call_;
   try {
     run();
   } catch (...) {
     --inside_recorded_call_;
+    graph_.drop_args(first_arg);
     throw;
   }
   --inside_recorded_call_;
@@ -174,12 +168,12 @@ void GraphRecorder::inside_recorded_call(F&& run) {
 void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
   const FunctionSchema& schema = op.schema();
   const size_t first = stack.size() - schema.arguments().size();
-  NodeArgs args(schema.arguments().size());
+  const size_t first_arg = graph_.next_arg();
   for (size_t i = first; i < stack.size(); ++i) {
-    record_boxed_arg(schema.arguments()[i - first], stack[i], args[i - first]);
+    record_boxed_arg(schema.arguments()[i - first], stack[i], graph_.new_arg());
   }
   const Device arg_device = device_of(stack, first);
-  inside_recorded_call([&] { execute(op, stack); });
+  inside_recorded_call(first_arg, [&] { execute(op, stack); });
   const size_t out_first = stack.size() - schema.returns().size();
   SmallVector<ArgRef, 2> results;
   for (size_t i = out_first; i < stack.size(); ++i) {
@@ -197,20 +191,20 @@ void GraphRecorder::record(const OperatorHandle& op, Stack& stack) {
   const Device device = !results.empty() && results[0].kind == ArgRef::Kind::Tensor
                             ? results[0].tensor().device()
                             : arg_device;
-  add_node_results(op, device, std::move(args), results);
+  add_node_results(op, device, first_arg, results);
 }
 
 void GraphRecorder::record_typed(const OperatorHandle& op, TypedCall& call) {
   const FunctionSchema& schema = op.schema();
   const ArrayRef<ArgRef> refs = call.arguments();
-  NodeArgs args(refs.size());
+  const size_t first_arg = graph_.next_arg();
   std::optional<Device> arg_device;
   auto seen = [&](const Tensor& t) {
     if (!arg_device && t.defined()) arg_device = t.device();
   };
   for (size_t i = 0; i < refs.size(); ++i) {
     const ArgRef& ref = refs[i];
-    NodeArg& arg = args[i];
+    NodeArg& arg = graph_.new_arg();
     if (ref.kind == ArgRef::Kind::Tensor && ref.tensor().defined()) {
       arg.kind = NodeArg::Kind::Value;
       arg.values.push_back(value_of(ref.tensor()));
@@ -223,21 +217,36 @@ void GraphRecorder::record_typed(const OperatorHandle& op, TypedCall& call) {
     } else if (ref.kind == ArgRef::Kind::TensorList) {
       record_list(ref.tensor_list(), arg);
       for (const Tensor& t : ref.tensor_list()) seen(t);
+    } else if (ref.kind == ArgRef::Kind::OptionalTensor && !ref.optional_tensor()) {
+      // None: a constant, as NodeArg starts.
     } else {
       const IValue v = ref.box();
       record_boxed_arg(schema.arguments()[i], v, arg);
       if (v.is_tensor()) seen(v.to_tensor());
     }
   }
-  inside_recorded_call([&] { call_next_typed(op, call); });
+  inside_recorded_call(first_arg, [&] { call_next_typed(op, call); });
   const ArrayRef<ArgRef> results = call.results();
   const Device device = !results.empty() && results[0].kind == ArgRef::Kind::Tensor
                             ? results[0].tensor().device()
                             : arg_device.value_or(Device());
-  add_node_results(op, device, std::move(args), results);
+  add_node_results(op, device, first_arg, results);
 }
 
+namespace {
+
+// A subgraph's inputs are values below the layers (a control-flow function traced
+// inside a transform: Note [Control flow traced inside vmap and functionalize]),
+// so only trace() itself must start outside every transform.
+const TraceOptions& outside_transforms(const TraceOptions& options) {
+  STRATA_CHECK(layer_stack_empty(), "trace", "trace() inside a transform (", describe_layer_stack(),
+               ") is not supported; trace the transformed function");
+  return options;
+}
+
+}  // namespace
+
 TraceSession::TraceSession(const TraceOptions& options)
-    : recorder_(options), guard_(recorder_.unowned()) {}
+    : recorder_(outside_transforms(options)), guard_(recorder_.unowned()) {}
 
 }  // namespace strata

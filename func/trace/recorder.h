@@ -64,16 +64,18 @@ class GraphRecorder : public DispatchMode {
   // Note [Trace of random ops]).
   void record_boxed_arg(const Argument& schema_arg, const IValue& v, NodeArg& arg);
   void record_list(ArrayRef<Tensor> list, NodeArg& arg);
-  void add_node_results(const OperatorHandle& op, Device device, NodeArgs args,
+  // The node of op whose arguments, from first_arg on, are made.
+  void add_node_results(const OperatorHandle& op, Device device, size_t first_arg,
                         ArrayRef<ArgRef> results);
   template <class F>
-  void inside_recorded_call(F&& run);
+  void inside_recorded_call(size_t first_arg, F&& run);
   // Runs a call: its kernel, or in fake mode its shape function.
   void execute(const OperatorHandle& op, Stack& stack);
 
   // A small function's graph fits without regrowing (regrowth moves every value).
   static constexpr size_t kExpectedValues = 32;
   static constexpr size_t kExpectedNodes = 16;
+  static constexpr size_t kExpectedArgs = 48;
   static constexpr size_t kExpectedInputs = 8;
   static constexpr size_t kExpectedOutputs = 4;
 

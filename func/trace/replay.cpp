@@ -66,16 +66,17 @@ IValue argument_value(const NodeArg& arg, const std::vector<Tensor>& env) {
 // The call a higher-order operator's node stands for, on this replay's values;
 // it takes the operator's current key, so a predicate or a trip count comes from
 // this replay's data.
-void run_hop_node(const GraphNode& node, std::vector<Tensor>& env) {
-  const size_t operands = node.args.size() - node.subgraphs.size();
+void run_hop_node(const Graph& g, const GraphNode& node, std::vector<Tensor>& env) {
+  const ArrayRef<NodeArg> node_args = g.args(node);
+  const size_t operands = node_args.size() - node.subgraphs.size();
   HopArgs args;
   args.operands.reserve(operands);
   for (size_t i = 0; i < operands; ++i) {
-    args.operands.push_back(env[static_cast<size_t>(node.args[i].values[0])]);
+    args.operands.push_back(env[static_cast<size_t>(node_args[i].values[0])]);
   }
   for (size_t s = 0; s < node.subgraphs.size(); ++s) {
     std::vector<Tensor> captured;
-    for (int64_t id : node.args[operands + s].values) captured.push_back(env[static_cast<size_t>(id)]);
+    for (int64_t id : node_args[operands + s].values) captured.push_back(env[static_cast<size_t>(id)]);
     args.fns.push_back(subgraph_fn(node.subgraphs[s], std::move(captured)));
   }
   args.attrs = node.attrs;
@@ -110,15 +111,15 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& inputs) const {
   Stack stack;
   for (const GraphNode& node : nodes_) {
     if (node.hop != nullptr) {
-      run_hop_node(node, env);
+      run_hop_node(*this, node, env);
       continue;
     }
     if (direct && node.typed) {
-      node.typed(node, env.data());
+      node.typed(node, args_.data() + node.first_arg, env.data());
       continue;
     }
     stack.clear();
-    for (const NodeArg& arg : node.args) stack.push_back(argument_value(arg, env));
+    for (const NodeArg& arg : args(node)) stack.push_back(argument_value(arg, env));
     if (direct) {
       node.kernel->call_boxed(node.op, node.keys, stack);
     } else {

@@ -70,16 +70,16 @@ template <class Sig>
 struct Typed;
 template <class Ret, class... Args>
 struct Typed<Ret(Args...)> {
-  static bool fits(const GraphNode& node) {
-    if (node.args.size() != sizeof...(Args)) return false;
+  static bool fits(const NodeArg* args, size_t num_args) {
+    if (num_args != sizeof...(Args)) return false;
     size_t i = 0;
-    return (ArgFrom<Args>::fits(node.args[i++]) && ...);
+    return (ArgFrom<Args>::fits(args[i++]) && ...);
   }
 
-  static void run(const GraphNode& node, Tensor* slots) {
+  static void run(const GraphNode& node, const NodeArg* args, Tensor* slots) {
     const auto call = [&]<size_t... I>(std::index_sequence<I...>) -> Ret {
       return node.kernel->call<Ret, Args...>(node.op, node.keys,
-                                             ArgFrom<Args>::get(node.args[I], slots)...);
+                                             ArgFrom<Args>::get(args[I], slots)...);
     };
     if constexpr (std::is_same_v<std::decay_t<Ret>, Tensor>) {
       store(node, 0, slots, call(std::index_sequence_for<Args...>()));
@@ -95,7 +95,7 @@ struct Typed<Ret(Args...)> {
 
 struct Entry {
   const std::type_info* signature;
-  bool (*fits)(const GraphNode&);
+  bool (*fits)(const NodeArg*, size_t);
   TypedReplayFn run;
 };
 template <class Sig>
@@ -181,12 +181,12 @@ const Entry* entry_for(const std::type_info& signature) {
 
 }  // namespace
 
-TypedReplayFn typed_replay_for(const GraphNode& node) {
+TypedReplayFn typed_replay_for(const GraphNode& node, const NodeArg* args, size_t num_args) {
   if (node.kernel == nullptr || !node.kernel->has_unboxed() || !node.kernel->cpp_signature()) {
     return nullptr;
   }
   const Entry* e = entry_for(*node.kernel->cpp_signature()->type);
-  return e != nullptr && e->fits(node) ? e->run : nullptr;
+  return e != nullptr && e->fits(args, num_args) ? e->run : nullptr;
 }
 
 }  // namespace strata

@@ -35,6 +35,14 @@ class ValueMap {
   void bind(const Tensor& t, int64_t id) { insert(t, id, true); }
   // The same for a tensor that outlives the map's use (no lookups after its end).
   void bind_borrowed(const Tensor& t, int64_t id) { insert(t, id, false); }
+  // bind_borrowed() of a tensor not bound yet; false, binding nothing, if it is.
+  bool bind_borrowed_if_new(const Tensor& t, int64_t id) {
+    Slot& s = slot_for(t.impl());
+    if (s.impl != nullptr) return false;
+    s.id = id;
+    occupy(s, t.impl());
+    return true;
+  }
 
  private:
   static constexpr size_t kInitialSlots = 32;  // a power of two
@@ -59,10 +67,13 @@ class ValueMap {
     Slot& s = slot_for(t.impl());
     s.id = id;
     if (own && !s.owned.defined()) s.owned = t;
-    if (s.impl == nullptr) {
-      s.impl = t.impl();
-      if (++used_ * 2 > slots_.size()) grow();
-    }
+    if (s.impl == nullptr) occupy(s, t.impl());
+  }
+  // Takes the empty slot s for impl (its id and tensor set).
+  void occupy(Slot& s, const TensorImpl* impl) {
+    s.impl = impl;
+    if (used_ < kInitialSlots / 2) used_slots_[used_] = static_cast<uint8_t>(&s - slots_.data());
+    if (++used_ * 2 > slots_.size()) grow();
   }
   void grow() {
     std::vector<Slot> old(slots_.size() * 2);
@@ -74,8 +85,11 @@ class ValueMap {
 
   std::vector<Slot> slots_;
   size_t used_ = 0;
+  // The slots taken, in order, while the table has its initial size (at most
+  // half of it is used before it grows): the ones to empty for the next trace.
+  uint8_t used_slots_[kInitialSlots / 2];
   // The emptied initial-size table of this thread's last trace, or nothing.
-  static thread_local std::vector<Slot> spare_;
+  static std::vector<Slot>& spare();
 };
 
 }  // namespace strata

@@ -209,6 +209,41 @@ TEST(Trace, AUserDecompositionReplacesTheOpAndEraseKeepsItWhole) {
   EXPECT_TRUE(has_op(trace(f, {.decompositions = table})(a, b), "strata::mse_loss"));
 }
 
+TEST(Trace, ACopiedDecompositionTableIsItsOwn) {
+  const DecompositionTable core = core_decompositions();
+  DecompositionTable copy = core;
+  EXPECT_TRUE(copy.erase("strata::linear"));
+  EXPECT_TRUE(core.contains("strata::linear"));
+  EXPECT_EQ(copy.size() + 1, core.size());
+  DecompositionTable empty;
+  EXPECT_EQ(empty.size(), 0u);
+  EXPECT_FALSE(empty.contains("strata::linear"));
+  EXPECT_FALSE(empty.erase("strata::linear"));
+  empty = copy;
+  EXPECT_FALSE(empty.contains("strata::linear"));
+  EXPECT_TRUE(empty.contains("strata::cross_entropy"));
+  copy = DecompositionTable();
+  EXPECT_EQ(copy.size(), 0u);
+  EXPECT_EQ(empty.size() + 1, core.size());
+}
+
+TEST(Trace, ACallThatThrowsLeavesNoNodeAndTheNextNodesArgumentsAreTheirOwn) {
+  const auto f = [](const Tensor& x) {
+    EXPECT_THROW((void)x.matmul(x), Error);
+    return x.sin() * x;
+  };
+  const Tensor x = tensor({0.5, -1.0, 2.0, 0.25, 1.5, -0.5}, {2, 3});
+  const Graph g = trace(f)(x);
+  ASSERT_EQ(g.op_names(), (std::vector<std::string>{"strata::sin", "strata::mul.Tensor"})) << g.to_string();
+  const ArrayRef<NodeArg> sin_args = g.args(g.nodes()[0]);
+  ASSERT_EQ(sin_args.size(), 1u);
+  EXPECT_EQ(sin_args[0].kind, NodeArg::Kind::Value);
+  EXPECT_EQ(sin_args[0].values[0], g.inputs()[0]);
+  EXPECT_EQ(g.args(g.nodes()[1]).size(), 2u);
+  const Tensor y = tensor({1.0, 2.0, 3.0, -1.0, 0.0, 0.5}, {2, 3});
+  expect_replays(g, {y.sin() * y}, g(y));
+}
+
 TEST(Trace, FakeModeGivesTheRealShapesWithoutData) {
   Generator gen(9);
   const Tensor w = randn({4, 5}, gen, kFloat64);
