@@ -178,7 +178,9 @@ class Graph {
   // to the last one made. drop_args(first) forgets them instead (a failed call).
   size_t next_arg() const { return args_.size(); }
   NodeArg& new_arg() { return args_.emplace_back(); }
-  void drop_args(size_t first) { args_.erase(args_.begin() + static_cast<std::ptrdiff_t>(first), args_.end()); }
+  void drop_args(size_t first) {
+    args_.erase(args_.begin() + static_cast<std::ptrdiff_t>(first), args_.end());
+  }
   size_t add_node(OperatorHandle op, DispatchKeySet keys, size_t first_arg);
   // A higher-order operator's node; returns its index.
   size_t add_hop_node(const HigherOrderOperator& hop, NodeArgs args,
