@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/elementwise_rows.h"
 #include "kernels/cpu/reduction_loops.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
@@ -85,37 +86,65 @@ template <class T>
 constexpr bool kFloating = std::is_floating_point_v<T>;
 
 // Note [Float32 accumulation]
-// Sums use blocked summation: Eigen sums each block of kSumBlock values in the
-// input dtype, vectorised with 16 independent partial sums (so each adds at most
-// 16 values), and the block sums are accumulated in double. Float32 rounding error
+// Sums use blocked summation: each block of kSumBlock values is summed in the
+// input dtype, vectorised with two packets of partial sums (so each adds at most
+// kSumBlock / 16 values), and the block sums are accumulated in double. Float32 rounding error
 // therefore stays at a few ulps per block instead of growing with the row length,
 // at the speed of a float32 loop. (Eigen 3.4 cannot vectorise a float-to-double
 // cast, so summing converted values directly would run scalar.) Column and strided
 // loops convert each value and accumulate in double outright.
 //
 // Note [Sums do not depend on the address]
-// Eigen's vectorised sum of an unaligned Map adds the values before the first
+// Eigen's vectorised sum of a dynamic-size Map adds the values before the first
 // packet-aligned address one by one and starts its packets there, so its order,
 // and the last bit of the result, would depend on where the row lies: a row of a
 // matrix and its contiguous copy (as functionalize makes of a view) would sum
-// differently. A block that does not start on a 64-byte boundary (every packet's
-// alignment) is summed from an aligned copy instead, so a sum depends only on the
-// values and their count. Rows of fresh tensors start aligned and are not copied.
+// differently. blocked_sum therefore adds each block in an order of its own, the
+// one Eigen takes on an aligned block: whole packets loaded wherever they lie
+// (fixed-size maps, which Eigen neither peels nor requires aligned), alternately
+// into two packet accumulators, which are added; then an odd last packet; then
+// the lanes; then the values after the last whole packet one by one. Which value
+// goes into which lane depends only on its position in the block, so a sum
+// depends only on the values and their count, and an unaligned row is summed in
+// place, as fast as an aligned one.
 constexpr int64_t kSumBlock = 256;
-constexpr size_t kSumAlignment = 64;
 
-template <class T, class BlockSum>
-double blocked_sum(const T* p, int64_t n, BlockSum block_sum) {
-  alignas(kSumAlignment) T copy[kSumBlock];
+// The sum of term(x) over the n values at p, for a term that maps an Eigen array
+// expression to one of the same size (a packet of values, or one value).
+template <class T, class Term>
+double blocked_sum(const T* p, int64_t n, const Term& term) {
+  constexpr int64_t P = kPacketSize<T>;
+  using Packet = Eigen::Array<T, P, 1>;
+  using PacketAt = Eigen::Map<const Packet>;
+  using ValueAt = Eigen::Map<const Eigen::Array<T, 1, 1>>;
   double total = 0;
   for (int64_t i = 0; i < n; i += kSumBlock) {
-    const int64_t len = std::min(kSumBlock, n - i);
     const T* block = p + i;
-    if (reinterpret_cast<std::uintptr_t>(block) % kSumAlignment != 0) {
-      std::copy(block, block + len, copy);
-      block = copy;
+    const int64_t len = std::min(kSumBlock, n - i);
+    int64_t k = 0;
+    T sum;
+    if (len < P) {
+      sum = term(ValueAt(block)).value();
+      k = 1;
+    } else {
+      Packet acc0 = term(PacketAt(block));
+      k = P;
+      if (len >= 2 * P) {
+        Packet acc1 = term(PacketAt(block + P));
+        for (k = 2 * P; k + 2 * P <= len; k += 2 * P) {
+          acc0 += term(PacketAt(block + k));
+          acc1 += term(PacketAt(block + k + P));
+        }
+        acc0 += acc1;
+        if (k + P <= len) {
+          acc0 += term(PacketAt(block + k));
+          k += P;
+        }
+      }
+      sum = acc0.sum();
     }
-    total += block_sum(EigenRow<T>(block, len));
+    for (; k < len; ++k) sum += term(ValueAt(block + k)).value();
+    total += sum;
   }
   return total;
 }
@@ -151,12 +180,12 @@ struct SumReducer {
       return a;
     } else {
       const T shift = static_cast<T>(c);
-      return a + blocked_sum(p, n, [shift](const EigenRow<T>& row) {
-               if constexpr (kKind == SumKind::Sum || kKind == SumKind::Mean) return row.sum();
-               if constexpr (kKind == SumKind::AbsSum) return row.abs().sum();
-               if constexpr (kKind == SumKind::SquareSum) return row.square().sum();
-               if constexpr (kKind == SumKind::CenteredSquares) return (row - shift).square().sum();
-               if constexpr (kKind == SumKind::CenteredExp) return (row - shift).exp().sum();
+      return a + blocked_sum(p, n, [shift](const auto& x) {
+               if constexpr (kKind == SumKind::Sum || kKind == SumKind::Mean) return x;
+               if constexpr (kKind == SumKind::AbsSum) return x.abs();
+               if constexpr (kKind == SumKind::SquareSum) return x.square();
+               if constexpr (kKind == SumKind::CenteredSquares) return (x - shift).square();
+               if constexpr (kKind == SumKind::CenteredExp) return (x - shift).exp();
              });
     }
   }
