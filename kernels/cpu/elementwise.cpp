@@ -326,8 +326,8 @@ struct TileBounds {
 };
 
 template <class Out, class Src>
-void copy_tile_elements(char* out, const char* src, int64_t out_row_stride,
-                        int64_t src_col_stride, TileBounds t, const Convert<Out, Src>& convert) {
+void copy_tile_elements(char* out, const char* src, int64_t out_row_stride, int64_t src_col_stride,
+                        TileBounds t, const Convert<Out, Src>& convert) {
   for (int64_t r = t.r0; r < t.r1; ++r) {
     Out* out_row = reinterpret_cast<Out*>(out + r * out_row_stride);
     const char* src_row = src + r * static_cast<int64_t>(sizeof(Src));

@@ -87,12 +87,13 @@ constexpr bool kFloating = std::is_floating_point_v<T>;
 
 // Note [Float32 accumulation]
 // Sums use blocked summation: each block of kSumBlock values is summed in the
-// input dtype, vectorised with two packets of partial sums (so each adds at most
-// kSumBlock / 16 values), and the block sums are accumulated in double. Float32 rounding error
-// therefore stays at a few ulps per block instead of growing with the row length,
-// at the speed of a float32 loop. (Eigen 3.4 cannot vectorise a float-to-double
-// cast, so summing converted values directly would run scalar.) Column and strided
-// loops convert each value and accumulate in double outright.
+// input dtype, vectorised with two packets of P partial sums (so each adds at
+// most kSumBlock / 2P values), and the block sums are accumulated in double.
+// Float32 rounding error therefore stays at a few ulps per block instead of
+// growing with the row length, at the speed of a float32 loop. (Eigen 3.4 cannot
+// vectorise a float-to-double cast, so summing converted values directly would run
+// scalar.) Column and strided loops convert each value and accumulate in double
+// outright.
 //
 // Note [Sums do not depend on the address]
 // Eigen's vectorised sum of a dynamic-size Map adds the values before the first
