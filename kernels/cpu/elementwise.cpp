@@ -291,7 +291,7 @@ namespace {
 // load and store covers a whole packet, where an element-by-element loop touches
 // P lines for P values and, at power-of-two strides, keeps evicting them from the
 // same cache set. Tasks are whole blocks, so the bits never depend on the threads.
-constexpr int64_t kTile = 32;
+constexpr int64_t kTile = 64;
 
 // Converts one element. A floating value without an integer equivalent (NaN, inf,
 // out of range: the cast would be undefined behaviour) becomes 0 and raises the
@@ -373,7 +373,10 @@ bool copy_transposed_tiles(const ElementwiseLayout& layout, const Convert<Out, S
   const DimVector& out_strides = layout.strides[0];
   const DimVector& src_strides = layout.strides[1];
   const int64_t last = rank - 1;
-  if (out_strides[last] != sizeof(Out) || src_strides[last] == 0) return false;
+  if (out_strides[last] != sizeof(Out) || src_strides[last] == 0 ||
+      src_strides[last] == sizeof(Src)) {
+    return false;
+  }
   // The row dim: the innermost of the outer dims along which the source is unit-stride.
   int64_t row = last - 1;
   while (row >= 0 && src_strides[row] != sizeof(Src)) --row;
@@ -381,8 +384,8 @@ bool copy_transposed_tiles(const ElementwiseLayout& layout, const Convert<Out, S
   const int64_t rows = layout.shape[row], cols = layout.shape[last];
   const int64_t row_blocks = (rows + kTile - 1) / kTile;
   const int64_t planes = layout.numel / (rows * cols);
-  const int64_t grain =
-      std::max<int64_t>(1, kElementwiseGrain / (kTile * std::max<int64_t>(cols, 1)));
+  const int64_t grain = std::max<int64_t>(
+      1, kElementwiseGrain / (std::min(rows, kTile) * std::max<int64_t>(cols, 1)));
   parallel_for(0, planes * row_blocks, grain, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       // The plane's base addresses: the dims other than row and last, row-major.
