@@ -285,12 +285,14 @@ namespace {
 // row, every element read touches a new cache line. When the source is unit-stride
 // along one of the output's outer dims (the "row" dim) instead of its last, the
 // row dim and the last dim are copied in kTile x kTile blocks, whose source lines
-// are used whole while the block is written. A same-dtype floating copy moves each
-// block as P x P squares (P values a packet): P packets loaded along the source's
-// unit-stride dim, transposed in registers, stored along the output's rows; every
-// load and store covers a whole packet, where an element-by-element loop touches
-// P lines for P values and, at power-of-two strides, keeps evicting them from the
-// same cache set. Tasks are whole blocks, so the bits never depend on the threads.
+// are used whole while the block is written. A same-dtype copy of 4- or 8-byte
+// values (Float32, Float64, Int64: their bits, as float or double lanes) moves
+// each block as P x P squares (P lanes a packet): P packets loaded along the
+// source's unit-stride dim, transposed in registers, stored along the output's
+// rows. Every load and store covers a whole packet, where an element-by-element
+// loop touches P lines for P values and, at power-of-two strides, keeps evicting
+// them from the same cache set. Tasks are whole blocks, so the bits never depend
+// on the threads.
 constexpr int64_t kTile = 64;
 
 // Converts one element. A floating value without an integer equivalent (NaN, inf,
@@ -311,20 +313,12 @@ struct Convert {
   }
 };
 
-template <class T>
-using PacketOf = typename Eigen::internal::packet_traits<T>::type;
-
-// Eigen's PacketBlock takes the packet type as a template argument, which drops
-// its may_alias attribute; Eigen's own ptranspose uses the block the same way.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wignored-attributes"
-
-// Output rows [r0, r1) of the row dim by columns [c0, c1) of the last dim, each
-// element converted on its own.
+// Output rows [r0, r1) of the row dim by columns [c0, c1) of the last dim.
 struct TileBounds {
   int64_t r0, r1, c0, c1;
 };
 
+// A tile copied element by element, each converted on its own.
 template <class Out, class Src>
 void copy_tile_elements(char* out, const char* src, int64_t out_row_stride, int64_t src_col_stride,
                         TileBounds t, const Convert<Out, Src>& convert) {
@@ -337,23 +331,34 @@ void copy_tile_elements(char* out, const char* src, int64_t out_row_stride, int6
   }
 }
 
+template <class T>
+using PacketOf = typename Eigen::internal::packet_traits<T>::type;
+// A same-dtype copy moves 4- and 8-byte values as the bits of float or double lanes.
+template <class T>
+using LaneOf = std::conditional_t<sizeof(T) == 4, float, double>;
+
+// Eigen's PacketBlock takes the packet type as a template argument, which drops
+// its may_alias attribute; Eigen's own ptranspose uses the block the same way.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
 template <class Out, class Src>
 void copy_tile(char* out, const char* src, int64_t out_row_stride, int64_t src_col_stride,
                TileBounds t, const Convert<Out, Src>& convert) {
-  if constexpr (std::is_same_v<Out, Src> && std::is_floating_point_v<Out>) {
-    constexpr int P = kPacketSize<Out>;
+  if constexpr (std::is_same_v<Out, Src> && sizeof(Out) >= 4) {
+    using Lane = LaneOf<Out>;
+    constexpr int P = kPacketSize<Lane>;
     const int64_t r_end = t.r0 + (t.r1 - t.r0) / P * P, c_end = t.c0 + (t.c1 - t.c0) / P * P;
     for (int64_t r = t.r0; r < r_end; r += P) {
-      const char* src_rows = src + r * static_cast<int64_t>(sizeof(Out));
+      const char* src_rows = src + r * static_cast<int64_t>(sizeof(Lane));
       for (int64_t c = t.c0; c < c_end; c += P) {
-        Eigen::internal::PacketBlock<PacketOf<Out>, P> square;
+        Eigen::internal::PacketBlock<PacketOf<Lane>, P> square;
         for (int k = 0; k < P; ++k) {
-          square.packet[k] = Eigen::internal::ploadu<PacketOf<Out>>(
-              reinterpret_cast<const Out*>(src_rows + (c + k) * src_col_stride));
+          square.packet[k] = Eigen::internal::ploadu<PacketOf<Lane>>(
+              reinterpret_cast<const Lane*>(src_rows + (c + k) * src_col_stride));
         }
         Eigen::internal::ptranspose(square);
         for (int k = 0; k < P; ++k) {
-          Eigen::internal::pstoreu(reinterpret_cast<Out*>(out + (r + k) * out_row_stride) + c,
+          Eigen::internal::pstoreu(reinterpret_cast<Lane*>(out + (r + k) * out_row_stride) + c,
                                    square.packet[k]);
         }
       }

@@ -85,6 +85,28 @@ TEST(ElementwiseSemantics, TransposedCopiesHoldTheValuesAtTheirAddresses) {
   }
 }
 
+// Int64 values move through the transposing copy as the bits of double lanes:
+// every pattern, NaN and subnormal ones as doubles included, must arrive intact.
+TEST(ElementwiseSemantics, TransposedInt64CopiesKeepEveryBitPattern) {
+  const int64_t rows = 24, cols = 40;
+  std::vector<int64_t> values(static_cast<size_t>(rows * cols));
+  uint64_t bits = 1;
+  for (int64_t& v : values) {
+    bits = bits * 6364136223846793005u + 1442695040888963407u;
+    v = static_cast<int64_t>(bits);
+  }
+  values[0] = -1;  // all ones: a NaN as a double
+  values[1] = 1;   // a subnormal double
+  const st::Tensor copy = transposed(st::tensor(values, {cols, rows})).contiguous();
+  const std::vector<int64_t> got = copy.to_vector<int64_t>();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      ASSERT_EQ(got[static_cast<size_t>(r * cols + c)], values[static_cast<size_t>(c * rows + r)])
+          << r << ", " << c;
+    }
+  }
+}
+
 TEST(ElementwiseSemantics, ToConvertsAndKeepsTheTensorForItsOwnDtype) {
   const st::Tensor x = st::tensor(std::vector<float>{2.7f, -2.7f, 0.0f}, {3});
   EXPECT_EQ(x.to(st::kFloat32).impl(), x.impl());
