@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/elementwise_rows.h"
+#include "kernels/cpu/fixed_order_fold.h"
 #include "kernels/cpu/reduction_loops.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
@@ -94,69 +94,16 @@ constexpr bool kFloating = std::is_floating_point_v<T>;
 // vectorise a float-to-double cast, so summing converted values directly would run
 // scalar.) Column and strided loops convert each value and accumulate in double
 // outright.
-//
-// Note [Sums do not depend on the address]
-// Eigen's vectorised sum (or product) of a dynamic-size Map folds the values
-// before the first packet-aligned address one by one and starts its packets
-// there, so its order, and the last bit of the result, would depend on where the
-// row lies: a row of a matrix and its contiguous copy (as functionalize makes of
-// a view) would sum differently. fixed_order_fold therefore folds in an order of
-// its own, the one Eigen takes on an aligned row: whole packets loaded wherever
-// they lie (fixed-size maps, which Eigen neither peels nor requires aligned),
-// alternately into two packet accumulators, which are combined; then an odd last
-// packet; then the lanes; then the values after the last whole packet one by one.
-// Which value goes into which lane depends only on its position in the row, so a
-// sum depends only on the values and their count, and an unaligned row is folded
-// in place, as fast as an aligned one.
+
+// Float32 and Float64 rows are folded by fixed_order::fold (Note [Sums do not
+// depend on the address], kernels/cpu/fixed_order_fold.h).
 constexpr int64_t kSumBlock = 256;
-
-// The folds: op(a, b) on packets and on values, and lanes(packet), its lanes folded.
-struct Add {
-  auto operator()(const auto& a, const auto& b) const { return a + b; }
-  static auto lanes(const auto& x) { return x.sum(); }
-};
-struct Multiply {
-  auto operator()(const auto& a, const auto& b) const { return a * b; }
-  static auto lanes(const auto& x) { return x.prod(); }
-};
-
-// term(x) of the n > 0 values at p folded with op, for a term that maps an Eigen
-// array expression to one of the same size (a packet of values, or one value).
-template <class T, class Op, class Term>
-T fixed_order_fold(const T* p, int64_t n, Op op, const Term& term) {
-  constexpr int64_t P = kPacketSize<T>;
-  using Packet = Eigen::Array<T, P, 1>;
-  using PacketAt = Eigen::Map<const Packet>;
-  using ValueAt = Eigen::Map<const Eigen::Array<T, 1, 1>>;
-  if (n < P) {
-    T result = term(ValueAt(p)).value();
-    for (int64_t k = 1; k < n; ++k) result = op(result, term(ValueAt(p + k)).value());
-    return result;
-  }
-  Packet acc0 = term(PacketAt(p));
-  int64_t k = P;
-  if (n >= 2 * P) {
-    Packet acc1 = term(PacketAt(p + P));
-    for (k = 2 * P; k + 2 * P <= n; k += 2 * P) {
-      acc0 = op(acc0, term(PacketAt(p + k)));
-      acc1 = op(acc1, term(PacketAt(p + k + P)));
-    }
-    acc0 = op(acc0, acc1);
-    if (k + P <= n) {
-      acc0 = op(acc0, term(PacketAt(p + k)));
-      k += P;
-    }
-  }
-  T result = Op::lanes(acc0);
-  for (; k < n; ++k) result = op(result, term(ValueAt(p + k)).value());
-  return result;
-}
 
 template <class T, class Term>
 double blocked_sum(const T* p, int64_t n, const Term& term) {
   double total = 0;
   for (int64_t i = 0; i < n; i += kSumBlock) {
-    total += fixed_order_fold(p + i, std::min(kSumBlock, n - i), Add{}, term);
+    total += fixed_order::fold(p + i, std::min(kSumBlock, n - i), fixed_order::Add{}, term);
   }
   return total;
 }
@@ -272,7 +219,7 @@ struct ProdReducer {
   Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t first, double c) const {
     if constexpr (kFloating<T>) {
       if (n == 0) return a;
-      return a * fixed_order_fold(p, n, Multiply{}, [](const auto& x) { return x; });
+      return a * fixed_order::fold(p, n, fixed_order::Multiply{}, [](const auto& x) { return x; });
     } else {
       for (int64_t k = 0; k < n; ++k) a = step(a, p[k], first + k, c);
       return a;
