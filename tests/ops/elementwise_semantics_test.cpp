@@ -42,8 +42,9 @@ TEST(ElementwiseSemantics, CloneCopiesIntoNewContiguousStorage) {
 // Copies of views whose source is unit-stride along an outer dim (Note [Tiled
 // transposing copy]): 2-D transposes whose sides are and are not whole packets and
 // tiles, at odd offsets (unaligned packets), large enough to run in parallel; a
-// permuted 3-D view whose unit-stride dim is the outermost; same-dtype and
-// converting copies. Each element must be the value at its address in the base.
+// permuted 3-D view whose unit-stride dim is the outermost; views whose row dim
+// steps over values (a transposed slice with a step); same-dtype and converting
+// copies. Each element must be the value at its address in the base.
 TEST(ElementwiseSemantics, TransposedCopiesHoldTheValuesAtTheirAddresses) {
   struct Case {
     std::vector<int64_t> sizes, strides;
@@ -53,7 +54,9 @@ TEST(ElementwiseSemantics, TransposedCopiesHoldTheValuesAtTheirAddresses) {
                         {{37, 53}, {1, 40}, 3},
                         {{300, 500}, {1, 301}, 1},
                         {{19, 7, 5}, {1, 19, 133}, 0},
-                        {{33, 4, 21}, {1, 33 * 21, 33}, 5}};
+                        {{33, 4, 21}, {1, 33 * 21, 33}, 5},
+                        {{37, 29}, {2, 80}, 1},
+                        {{9, 5, 13}, {3, 400, 30}, 2}};
   for (const Case& c : cases) {
     int64_t extent = c.offset + 1, count = 1;
     for (size_t d = 0; d < c.sizes.size(); ++d) {
