@@ -39,8 +39,8 @@ struct Multiply {
 // AVX-512, a packet of a row that does not start on a packet boundary is built
 // instead from the two aligned packets it straddles (one two-source permute):
 // exactly the lanes of the unaligned load, so the order of a fold is unchanged.
-// Only packets whose two aligned packets lie inside the row are built so; the
-// others are loaded unaligned.
+// Only packets whose two aligned packets lie inside readable memory (the row, or
+// the longer row it is a block of) are built so; the others are loaded unaligned.
 template <class T>
 using PacketArray = Eigen::Array<T, kPacketSize<T>, 1>;
 
@@ -55,17 +55,23 @@ inline __m512d lanes_from(__m512d a, __m512d b, int64_t shift) {
 }
 #endif
 
+// Values that may be read around the n folded ones: a block of a longer row may
+// build its packets from aligned packets that reach into the rest of the row.
+struct Readable {
+  int64_t before = 0, after = 0;
+};
+
 // The packet of the n values at p that starts at p[k]; `shift` is p's distance in
 // values from the packet boundary before it. Every packet goes through the same
 // permute (of one unaligned packet with itself, where the aligned pair would leave
 // the row), so that its lanes reach the term through one code path: two paths
 // could be compiled with and without fused multiply-adds.
 template <class T>
-PacketArray<T> packet_at(const T* p, int64_t n, int64_t k, int64_t shift) {
+PacketArray<T> packet_at(const T* p, int64_t n, Readable readable, int64_t k, int64_t shift) {
 #if defined(EIGEN_VECTORIZE_AVX512)
   constexpr int64_t P = kPacketSize<T>;
   using Raw = typename Eigen::internal::packet_traits<T>::type;
-  const bool inside = k >= shift && k + 2 * P - shift <= n;
+  const bool inside = k - shift >= -readable.before && k + 2 * P - shift <= n + readable.after;
   const T* lo = inside ? p + k - shift : p + k;
   const T* hi = inside ? lo + P : lo;
   PacketArray<T> x;
@@ -75,6 +81,7 @@ PacketArray<T> packet_at(const T* p, int64_t n, int64_t k, int64_t shift) {
   return x;
 #else
   (void)n;
+  (void)readable;
   (void)shift;
   return Eigen::Map<const PacketArray<T>>(p + k);
 #endif
@@ -83,7 +90,7 @@ PacketArray<T> packet_at(const T* p, int64_t n, int64_t k, int64_t shift) {
 // term(x) of the n > 0 values at p folded with op, for a term that maps an Eigen
 // array expression to one of the same size (a packet of values, or one value).
 template <class T, class Op, class Term>
-T fold(const T* p, int64_t n, Op op, const Term& term) {
+T fold(const T* p, int64_t n, Op op, const Term& term, Readable readable = {}) {
   constexpr int64_t P = kPacketSize<T>;
   using Packet = PacketArray<T>;
   using ValueAt = Eigen::Map<const Eigen::Array<T, 1, 1>>;
@@ -93,7 +100,7 @@ T fold(const T* p, int64_t n, Op op, const Term& term) {
     return result;
   }
   const int64_t shift = static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(p) / sizeof(T) % P);
-  auto at = [&](int64_t k) { return packet_at(p, n, k, shift); };
+  auto at = [&](int64_t k) { return packet_at(p, n, readable, k, shift); };
   Packet acc0 = term(at(0));
   int64_t k = P;
   if (n >= 2 * P) {

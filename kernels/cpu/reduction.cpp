@@ -103,7 +103,8 @@ template <class T, class Term>
 double blocked_sum(const T* p, int64_t n, const Term& term) {
   double total = 0;
   for (int64_t i = 0; i < n; i += kSumBlock) {
-    total += fixed_order::fold(p + i, std::min(kSumBlock, n - i), fixed_order::Add{}, term);
+    const int64_t len = std::min(kSumBlock, n - i);
+    total += fixed_order::fold(p + i, len, fixed_order::Add{}, term, {i, n - i - len});
   }
   return total;
 }
