@@ -45,6 +45,7 @@ template <class T>
 using PacketArray = Eigen::Array<T, kPacketSize<T>, 1>;
 
 #if defined(EIGEN_VECTORIZE_AVX512)
+// The packet of lanes shift .. shift + P - 1 of a followed by b.
 inline __m512 lanes_from(__m512 a, __m512 b, int64_t shift) {
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   return _mm512_permutex2var_ps(a, _mm512_add_epi32(lane, _mm512_set1_epi32(int(shift))), b);
@@ -75,7 +76,7 @@ PacketArray<T> packet_at(const T* p, int64_t n, Readable readable, int64_t k, in
   const T* lo = inside ? p + k - shift : p + k;
   const T* hi = inside ? lo + P : lo;
   PacketArray<T> x;
-  Eigen::internal::pstore(
+  Eigen::internal::pstoreu(
       x.data(), lanes_from(Eigen::internal::ploadu<Raw>(lo), Eigen::internal::ploadu<Raw>(hi),
                            inside ? shift : 0));
   return x;
