@@ -61,7 +61,7 @@ void SumAll16M(benchmark::State& state) {
 BENCHMARK(SumAll16M)->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // The same values starting one element past a 64-byte boundary (a slice): summed
-// from aligned copies of its blocks (Note [Sums do not depend on the address]).
+// in place in the order an aligned row takes (Note [Sums do not depend on the address]).
 void SumAll16MUnaligned(benchmark::State& state) {
   const st::Tensor x = st::ones({k16M + 1}, st::kFloat32).narrow(0, 1, k16M);
   run_reduction(state, x, [](const st::Tensor& t) { return t.sum(); });

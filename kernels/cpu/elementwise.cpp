@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #if defined(__x86_64__)
@@ -281,11 +282,19 @@ namespace {
 
 // Note [Tiled transposing copy]
 // Copying a transposed view into row-major memory (reshape or contiguous of a
-// transposed tensor) walks the source against its memory order: row by row, every
-// element read touches a new cache line. When the source is unit-stride along the
-// output's second-to-last dim instead of its last, the last two dims are copied in
-// kTile x kTile blocks, whose source lines stay in L1 while the block is written.
-constexpr int64_t kTile = 32;
+// transposed or permuted tensor) walks the source against its memory order: row by
+// row, every element read touches a new cache line. When the source steps less
+// along one of the output's outer dims than along its last (the row dim: the outer
+// dim of least step), the row dim and the last dim are copied in kTile x kTile
+// blocks, whose source lines are used whole while the block is written. A
+// same-dtype copy of 4- or 8-byte values (Float32, Float64, Int64: their bits, as
+// float or double lanes) from a source unit-stride along the row dim moves each
+// block as P x P squares (P lanes a packet): P packets loaded along the row dim,
+// transposed in registers, stored along the output's rows. Every load and store
+// covers a whole packet, where an element-by-element loop touches P lines for P
+// values and, at power-of-two strides, keeps evicting them from the same cache
+// set. Tasks are whole blocks, so the bits never depend on the threads.
+constexpr int64_t kTile = 64;
 
 // Converts one element. A floating value without an integer equivalent (NaN, inf,
 // out of range: the cast would be undefined behaviour) becomes 0 and raises the
@@ -305,25 +314,97 @@ struct Convert {
   }
 };
 
+// Output rows [r0, r1) of the row dim by columns [c0, c1) of the last dim.
+struct TileBounds {
+  int64_t r0, r1, c0, c1;
+};
+// Byte strides of the output's rows and the source's rows and columns.
+struct TileStrides {
+  int64_t out_row, src_row, src_col;
+};
+
+// A tile copied element by element, each converted on its own.
+template <class Out, class Src>
+void copy_tile_elements(char* out, const char* src, const TileStrides& s, TileBounds t,
+                        const Convert<Out, Src>& convert) {
+  for (int64_t r = t.r0; r < t.r1; ++r) {
+    Out* out_row = reinterpret_cast<Out*>(out + r * s.out_row);
+    const char* src_row = src + r * s.src_row;
+    for (int64_t c = t.c0; c < t.c1; ++c) {
+      out_row[c] = convert(*reinterpret_cast<const Src*>(src_row + c * s.src_col));
+    }
+  }
+}
+
+template <class T>
+using PacketOf = typename Eigen::internal::packet_traits<T>::type;
+// A same-dtype copy moves 4- and 8-byte values as the bits of float or double lanes.
+template <class T>
+using LaneOf = std::conditional_t<sizeof(T) == 4, float, double>;
+
+// Eigen's PacketBlock takes the packet type as a template argument, which drops
+// its may_alias attribute; Eigen's own ptranspose uses the block the same way.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+template <class Out, class Src>
+void copy_tile(char* out, const char* src, const TileStrides& s, TileBounds t,
+               const Convert<Out, Src>& convert) {
+  if constexpr (std::is_same_v<Out, Src> && sizeof(Out) >= 4) {
+    if (s.src_row != sizeof(Out)) return copy_tile_elements(out, src, s, t, convert);
+    using Lane = LaneOf<Out>;
+    constexpr int P = kPacketSize<Lane>;
+    const int64_t r_end = t.r0 + (t.r1 - t.r0) / P * P, c_end = t.c0 + (t.c1 - t.c0) / P * P;
+    for (int64_t r = t.r0; r < r_end; r += P) {
+      const char* src_rows = src + r * s.src_row;
+      for (int64_t c = t.c0; c < c_end; c += P) {
+        Eigen::internal::PacketBlock<PacketOf<Lane>, P> square;
+        for (int k = 0; k < P; ++k) {
+          square.packet[k] = Eigen::internal::ploadu<PacketOf<Lane>>(
+              reinterpret_cast<const Lane*>(src_rows + (c + k) * s.src_col));
+        }
+        Eigen::internal::ptranspose(square);
+        for (int k = 0; k < P; ++k) {
+          Eigen::internal::pstoreu(reinterpret_cast<Lane*>(out + (r + k) * s.out_row) + c,
+                                   square.packet[k]);
+        }
+      }
+    }
+    copy_tile_elements(out, src, s, {t.r0, r_end, c_end, t.c1}, convert);
+    t.r0 = r_end;
+  }
+  copy_tile_elements(out, src, s, t, convert);
+}
+#pragma GCC diagnostic pop
+
 template <class Out, class Src>
 bool copy_transposed_tiles(const ElementwiseLayout& layout, const Convert<Out, Src>& convert) {
   const int64_t rank = static_cast<int64_t>(layout.shape.size());
   if (rank < 2) return false;
   const DimVector& out_strides = layout.strides[0];
   const DimVector& src_strides = layout.strides[1];
-  if (out_strides[rank - 1] != sizeof(Out) || src_strides[rank - 2] != sizeof(Src)) return false;
-  const int64_t rows = layout.shape[rank - 2], cols = layout.shape[rank - 1];
+  const int64_t last = rank - 1;
+  if (out_strides[last] != sizeof(Out)) return false;
+  // The row dim: the outer dim along which the source steps least (the innermost
+  // such), when that is less than along the last dim.
+  int64_t row = -1;
+  for (int64_t d = last - 1; d >= 0; --d) {
+    if (src_strides[d] != 0 && (row < 0 || std::abs(src_strides[d]) < std::abs(src_strides[row]))) {
+      row = d;
+    }
+  }
+  if (row < 0 || std::abs(src_strides[row]) >= std::abs(src_strides[last])) return false;
+  const int64_t rows = layout.shape[row], cols = layout.shape[last];
   const int64_t row_blocks = (rows + kTile - 1) / kTile;
-  int64_t planes = 1;
-  for (int64_t d = 0; d < rank - 2; ++d) planes *= layout.shape[d];
-  const int64_t grain =
-      std::max<int64_t>(1, kElementwiseGrain / (kTile * std::max<int64_t>(cols, 1)));
+  const int64_t planes = layout.numel / (rows * cols);
+  const int64_t grain = std::max<int64_t>(
+      1, kElementwiseGrain / (std::min(rows, kTile) * std::max<int64_t>(cols, 1)));
   parallel_for(0, planes * row_blocks, grain, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
-      // The plane's base addresses: outer dims in row-major order.
+      // The plane's base addresses: the dims other than row and last, row-major.
       char* out = layout.data[0];
       const char* src = layout.data[1];
-      for (int64_t d = rank - 3, rest = task / row_blocks; d >= 0; --d) {
+      for (int64_t d = last - 1, rest = task / row_blocks; d >= 0; --d) {
+        if (d == row) continue;
         const int64_t index = rest % layout.shape[d];
         rest /= layout.shape[d];
         out += index * out_strides[d];
@@ -331,15 +412,8 @@ bool copy_transposed_tiles(const ElementwiseLayout& layout, const Convert<Out, S
       }
       const int64_t r0 = (task % row_blocks) * kTile, r1 = std::min(rows, r0 + kTile);
       for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-        const int64_t c1 = std::min(cols, c0 + kTile);
-        for (int64_t r = r0; r < r1; ++r) {
-          Out* out_row = reinterpret_cast<Out*>(out + r * out_strides[rank - 2]);
-          const char* src_row = src + r * sizeof(Src);
-          for (int64_t c = c0; c < c1; ++c) {
-            out_row[c] =
-                convert(*reinterpret_cast<const Src*>(src_row + c * src_strides[rank - 1]));
-          }
-        }
+        copy_tile(out, src, {out_strides[row], src_strides[row], src_strides[last]},
+                  TileBounds{r0, r1, c0, std::min(cols, c0 + kTile)}, convert);
       }
     }
   });

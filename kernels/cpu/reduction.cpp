@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/fixed_order_fold.h"
 #include "kernels/cpu/reduction_loops.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
@@ -85,37 +86,25 @@ template <class T>
 constexpr bool kFloating = std::is_floating_point_v<T>;
 
 // Note [Float32 accumulation]
-// Sums use blocked summation: Eigen sums each block of kSumBlock values in the
-// input dtype, vectorised with 16 independent partial sums (so each adds at most
-// 16 values), and the block sums are accumulated in double. Float32 rounding error
-// therefore stays at a few ulps per block instead of growing with the row length,
-// at the speed of a float32 loop. (Eigen 3.4 cannot vectorise a float-to-double
-// cast, so summing converted values directly would run scalar.) Column and strided
-// loops convert each value and accumulate in double outright.
-//
-// Note [Sums do not depend on the address]
-// Eigen's vectorised sum of an unaligned Map adds the values before the first
-// packet-aligned address one by one and starts its packets there, so its order,
-// and the last bit of the result, would depend on where the row lies: a row of a
-// matrix and its contiguous copy (as functionalize makes of a view) would sum
-// differently. A block that does not start on a 64-byte boundary (every packet's
-// alignment) is summed from an aligned copy instead, so a sum depends only on the
-// values and their count. Rows of fresh tensors start aligned and are not copied.
-constexpr int64_t kSumBlock = 256;
-constexpr size_t kSumAlignment = 64;
+// Sums use blocked summation: each block of kSumBlock values is summed in the
+// input dtype, vectorised with two packets of P partial sums (so each adds at
+// most kSumBlock / 2P values), and the block sums are accumulated in double.
+// Float32 rounding error therefore stays at a few ulps per block instead of
+// growing with the row length, at the speed of a float32 loop. (Eigen 3.4 cannot
+// vectorise a float-to-double cast, so summing converted values directly would run
+// scalar.) Column and strided loops convert each value and accumulate in double
+// outright.
 
-template <class T, class BlockSum>
-double blocked_sum(const T* p, int64_t n, BlockSum block_sum) {
-  alignas(kSumAlignment) T copy[kSumBlock];
+// Float32 and Float64 rows are folded by fixed_order::fold (Note [Sums do not
+// depend on the address], kernels/cpu/fixed_order_fold.h).
+constexpr int64_t kSumBlock = 256;
+
+template <class T, class Term>
+double blocked_sum(const T* p, int64_t n, const Term& term) {
   double total = 0;
   for (int64_t i = 0; i < n; i += kSumBlock) {
     const int64_t len = std::min(kSumBlock, n - i);
-    const T* block = p + i;
-    if (reinterpret_cast<std::uintptr_t>(block) % kSumAlignment != 0) {
-      std::copy(block, block + len, copy);
-      block = copy;
-    }
-    total += block_sum(EigenRow<T>(block, len));
+    total += fixed_order::fold(p + i, len, fixed_order::Add{}, term, {i, n - i - len});
   }
   return total;
 }
@@ -151,12 +140,12 @@ struct SumReducer {
       return a;
     } else {
       const T shift = static_cast<T>(c);
-      return a + blocked_sum(p, n, [shift](const EigenRow<T>& row) {
-               if constexpr (kKind == SumKind::Sum || kKind == SumKind::Mean) return row.sum();
-               if constexpr (kKind == SumKind::AbsSum) return row.abs().sum();
-               if constexpr (kKind == SumKind::SquareSum) return row.square().sum();
-               if constexpr (kKind == SumKind::CenteredSquares) return (row - shift).square().sum();
-               if constexpr (kKind == SumKind::CenteredExp) return (row - shift).exp().sum();
+      return a + blocked_sum(p, n, [shift](const auto& x) {
+               if constexpr (kKind == SumKind::Sum || kKind == SumKind::Mean) return x;
+               if constexpr (kKind == SumKind::AbsSum) return x.abs();
+               if constexpr (kKind == SumKind::SquareSum) return x.square();
+               if constexpr (kKind == SumKind::CenteredSquares) return (x - shift).square();
+               if constexpr (kKind == SumKind::CenteredExp) return (x - shift).exp();
              });
     }
   }
@@ -230,7 +219,8 @@ struct ProdReducer {
   Acc step(Acc a, T x, int64_t, double) const { return a * static_cast<Acc>(x); }
   Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t first, double c) const {
     if constexpr (kFloating<T>) {
-      return a * EigenRow<T>(p, n).prod();
+      if (n == 0) return a;
+      return a * fixed_order::fold(p, n, fixed_order::Multiply{}, [](const auto& x) { return x; });
     } else {
       for (int64_t k = 0; k < n; ++k) a = step(a, p[k], first + k, c);
       return a;

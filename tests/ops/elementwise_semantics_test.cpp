@@ -39,6 +39,77 @@ TEST(ElementwiseSemantics, CloneCopiesIntoNewContiguousStorage) {
   EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 4, 2, 5, 3, 6}));
 }
 
+// Copies of views whose source is unit-stride along an outer dim (Note [Tiled
+// transposing copy]): 2-D transposes whose sides are and are not whole packets and
+// tiles, at odd offsets (unaligned packets), large enough to run in parallel; a
+// permuted 3-D view whose unit-stride dim is the outermost; views whose row dim
+// steps over values (a transposed slice with a step); same-dtype and converting
+// copies. Each element must be the value at its address in the base.
+TEST(ElementwiseSemantics, TransposedCopiesHoldTheValuesAtTheirAddresses) {
+  struct Case {
+    std::vector<int64_t> sizes, strides;
+    int64_t offset;
+  };
+  const Case cases[] = {{{64, 48}, {1, 64}, 0},
+                        {{37, 53}, {1, 40}, 3},
+                        {{300, 500}, {1, 301}, 1},
+                        {{19, 7, 5}, {1, 19, 133}, 0},
+                        {{33, 4, 21}, {1, 33 * 21, 33}, 5},
+                        {{37, 29}, {2, 80}, 1},
+                        {{9, 5, 13}, {3, 400, 30}, 2}};
+  for (const Case& c : cases) {
+    int64_t extent = c.offset + 1, count = 1;
+    for (size_t d = 0; d < c.sizes.size(); ++d) {
+      extent += (c.sizes[d] - 1) * c.strides[d];
+      count *= c.sizes[d];
+    }
+    // Distinct integers, exact in every dtype below.
+    const st::Tensor ramp = st::arange(extent).to(st::kFloat64);
+    std::vector<double> expected;
+    std::vector<int64_t> index(c.sizes.size(), 0);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t at = c.offset;
+      for (size_t d = 0; d < index.size(); ++d) at += index[d] * c.strides[d];
+      expected.push_back(static_cast<double>(at));
+      for (size_t d = index.size(); d-- > 0 && ++index[d] == c.sizes[d];) index[d] = 0;
+    }
+    for (st::ScalarType dtype : {st::kFloat32, st::kFloat64, st::kInt64}) {
+      const st::Tensor base = ramp.to(dtype);
+      const st::Tensor view(st::make_intrusive<st::TensorImpl>(
+          base.impl()->storage(), dtype, st::IntArrayRef(c.sizes), st::IntArrayRef(c.strides),
+          c.offset));
+      const st::ScalarType other = dtype == st::kFloat64 ? st::kFloat32 : st::kFloat64;
+      for (const st::Tensor& copy : {view.contiguous(), view.to(other)}) {
+        ASSERT_TRUE(copy.is_contiguous());
+        EXPECT_EQ(copy.to_vector<double>(), expected)
+            << dtype << " to " << copy.dtype() << ", shape " << st::shape_string(c.sizes);
+      }
+    }
+  }
+}
+
+// Int64 values move through the transposing copy as the bits of double lanes:
+// every pattern, NaN and subnormal ones as doubles included, must arrive intact.
+TEST(ElementwiseSemantics, TransposedInt64CopiesKeepEveryBitPattern) {
+  const int64_t rows = 24, cols = 40;
+  std::vector<int64_t> values(static_cast<size_t>(rows * cols));
+  uint64_t bits = 1;
+  for (int64_t& v : values) {
+    bits = bits * 6364136223846793005u + 1442695040888963407u;
+    v = static_cast<int64_t>(bits);
+  }
+  values[0] = -1;  // all ones: a NaN as a double
+  values[1] = 1;   // a subnormal double
+  const st::Tensor copy = transposed(st::tensor(values, {cols, rows})).contiguous();
+  const std::vector<int64_t> got = copy.to_vector<int64_t>();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      ASSERT_EQ(got[static_cast<size_t>(r * cols + c)], values[static_cast<size_t>(c * rows + r)])
+          << r << ", " << c;
+    }
+  }
+}
+
 TEST(ElementwiseSemantics, ToConvertsAndKeepsTheTensorForItsOwnDtype) {
   const st::Tensor x = st::tensor(std::vector<float>{2.7f, -2.7f, 0.0f}, {3});
   EXPECT_EQ(x.to(st::kFloat32).impl(), x.impl());

@@ -122,5 +122,43 @@ TEST(ReductionNumerics, DimsOfExtentOne) {
   EXPECT_EQ(ints.sum({1}).dtype(), kInt64);
 }
 
+// The rows of a [17, 301] matrix start at every offset from a packet boundary;
+// each row's reductions over dim 1 (the vectorised row fold: every kind of sum,
+// and prod) must give the bits of the same reductions of the row's own aligned
+// copy, and its sum and prod the values of double loops (Note [Sums do not depend
+// on the address]).
+TEST(ReductionNumerics, RowReductionsDoNotDependOnWhereARowStarts) {
+  const int64_t rows = 17, cols = 301;
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    // Values near 1, so that products neither vanish nor overflow.
+    const Tensor x =
+        ((arange(rows * cols, kFloat64) * 0.61).sin() * 0.3 + 1).to(dtype).reshape({rows, cols});
+    const std::vector<double> values = x.to_vector<double>();
+    auto each_row = [](const Tensor& t) {
+      const int64_t last = t.dim() - 1;
+      return std::vector<Tensor>{t.sum({last}),      t.prod(last),      t.mean({last}),
+                                 t.var({last}),      t.norm(1, {last}), t.norm(2, {last}),
+                                 t.logsumexp({last})};
+    };
+    const std::vector<Tensor> by_row = each_row(x);
+    const double tolerance = dtype == kFloat32 ? 1e-5 : 1e-12;
+    for (int64_t i = 0; i < rows; ++i) {
+      const std::vector<Tensor> of_copy = each_row(x.select(0, i).clone());
+      for (size_t k = 0; k < by_row.size(); ++k) {
+        EXPECT_EQ(by_row[k].select(0, i).to(kFloat64).item<double>(),
+                  of_copy[k].to(kFloat64).item<double>())
+            << dtype << " row " << i << " reduction " << k;
+      }
+      double sum = 0, prod = 1;
+      for (int64_t j = 0; j < cols; ++j) {
+        sum += values[static_cast<size_t>(i * cols + j)];
+        prod *= values[static_cast<size_t>(i * cols + j)];
+      }
+      EXPECT_NEAR(by_row[0].select(0, i).to(kFloat64).item<double>(), sum, tolerance * sum);
+      EXPECT_NEAR(by_row[1].select(0, i).to(kFloat64).item<double>(), prod, 1e2 * tolerance * prod);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata
