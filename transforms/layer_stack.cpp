@@ -88,24 +88,20 @@ void restore_top_layer() noexcept {
   s.top = index + 1;
 }
 
-}  // namespace
-
-DispatchKeySet enter_top_layer(DispatchKeySet keys) {
-  const DispatchKeySet hidden = state().top_layer().hidden_keys;
+DispatchKeySet enter_layer(const DynamicLayer& layer, DispatchKeySet keys) {
   LocalDispatchKeySet& local = local_dispatch_key_set();
-  local.excluded = local.excluded | hidden;
+  local.excluded = local.excluded | layer.hidden_keys;
   local.included = local.included | kBack;
-  return (keys | kBack) - hidden;
+  return (keys | kBack) - layer.hidden_keys;
 }
-
-namespace {
 
 PassThrough::Next front_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
   LayerStackState& s = state();
-  const Interpreter& top = *s.top_layer().interpreter;
+  const DynamicLayer& layer = s.top_layer();
+  const Interpreter& top = *layer.interpreter;
   if (!top.default_process(op)) return PassThrough::Next::Decline;
   s.front_saved.push_back(local_dispatch_key_set());
-  next = enter_top_layer(keys) | top.default_process_keys();
+  next = enter_layer(layer, keys) | top.default_process_keys();
   return PassThrough::Next::WithKeys;
 }
 
@@ -141,6 +137,8 @@ STRATA_LIBRARY_IMPL(_, DynamicLayerBack, m) {
 const bool kTraceContextInstalled = (set_dispatch_trace_context(&describe_layer_stack), true);
 
 }  // namespace
+
+DispatchKeySet enter_top_layer(DispatchKeySet keys) { return enter_layer(state().top_layer(), keys); }
 
 const char* to_string(TransformKind kind) {
   switch (kind) {
