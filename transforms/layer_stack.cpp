@@ -1,6 +1,7 @@
 #include "transforms/layer_stack.h"
 
 #include <atomic>
+#include <deque>
 #include <sstream>
 #include <vector>
 
@@ -34,8 +35,10 @@ struct LayerEntry {
 // Pops and restores nest with the layers' scopes: every layer pushed while one
 // is popped is removed before that one is restored, so the layer restored lies
 // above every live one.
+// A deque: pushing a layer moves none of the others, so a reference to a layer
+// (top_layer()) held across a call that starts a transform stays valid.
 struct LayerStackState {
-  std::vector<LayerEntry> entries;
+  std::deque<LayerEntry> entries;
   size_t top = 0;   // the index of the top live layer, plus one; 0: none live
   size_t live = 0;  // how many are live
   size_t last_popped = LayerEntry::kNone;
