@@ -23,11 +23,11 @@ std::atomic<int64_t> g_last_level{0};
 // pop and its restore (once per call a layer passes on) then move nothing.
 struct LayerEntry {
   DynamicLayer layer;
+  size_t index = 0;  // in LayerStackState::entries
   LocalDispatchKeySet restore;
   bool popped = false;
   // The layer popped before this one (restores come in the reverse order of pops).
-  size_t previous_popped = kNone;
-  static constexpr size_t kNone = static_cast<size_t>(-1);
+  LayerEntry* previous_popped = nullptr;
 };
 
 // The calling thread's layers, popped or not, the live (not popped) ones
@@ -35,20 +35,21 @@ struct LayerEntry {
 // Pops and restores nest with the layers' scopes: every layer pushed while one
 // is popped is removed before that one is restored, so the layer restored lies
 // above every live one.
-// A deque: pushing a layer moves none of the others, so a reference to a layer
-// (top_layer()) held across a call that starts a transform stays valid.
+// A deque: pushing or removing a layer at the end moves none of the others, so
+// the pointers below, and a reference to a layer (top_layer()) held across a
+// call that starts a transform, stay valid.
 struct LayerStackState {
   std::deque<LayerEntry> entries;
-  size_t top = 0;   // the index of the top live layer, plus one; 0: none live
-  size_t live = 0;  // how many are live
-  size_t last_popped = LayerEntry::kNone;
+  LayerEntry* top = nullptr;  // the top live layer; null: none live
+  size_t live = 0;            // how many are live
+  LayerEntry* last_popped = nullptr;
   std::vector<LocalDispatchKeySet> front_saved;
 
-  DynamicLayer& top_layer() { return entries[top - 1].layer; }
-  // The top live layer at or below index `end` - 1, plus one.
-  size_t live_top_below(size_t end) const {
+  DynamicLayer& top_layer() { return top->layer; }
+  // The top live layer below index `end`, or null.
+  LayerEntry* live_top_below(size_t end) {
     while (end > 0 && entries[end - 1].popped) --end;
-    return end;
+    return end > 0 ? &entries[end - 1] : nullptr;
   }
 };
 
@@ -68,27 +69,25 @@ constexpr DispatchKeySet kBack{DispatchKey::DynamicLayerBack};
 
 void pop_top_layer() {
   LayerStackState& s = state();
-  const size_t index = s.top - 1;
-  LayerEntry& entry = s.entries[index];
+  LayerEntry& entry = *s.top;
   LocalDispatchKeySet& local = local_dispatch_key_set();
   entry.restore = local;
   entry.popped = true;
   entry.previous_popped = s.last_popped;
-  s.last_popped = index;
+  s.last_popped = &entry;
   local = entry.layer.saved_key_sets;
   --s.live;
-  s.top = s.live_top_below(index);
+  s.top = s.live_top_below(entry.index);
 }
 
 void restore_top_layer() noexcept {
   LayerStackState& s = state();
-  const size_t index = s.last_popped;
-  LayerEntry& entry = s.entries[index];
+  LayerEntry& entry = *s.last_popped;
   entry.popped = false;
   s.last_popped = entry.previous_popped;
   local_dispatch_key_set() = entry.restore;
   ++s.live;
-  s.top = index + 1;
+  s.top = &entry;
 }
 
 DispatchKeySet enter_layer(const DynamicLayer& layer, DispatchKeySet keys) {
@@ -241,8 +240,9 @@ LayerScope::LayerScope(std::shared_ptr<Interpreter> interpreter)
       depth_(state().entries.size()) {
   const DispatchKeySet hidden = (kAllTransformKeys - interpreter->keys()) | kFront;
   LayerStackState& s = state();
-  s.entries.push_back({{level_, std::move(interpreter), local_dispatch_key_set(), hidden}, {}});
-  s.top = s.entries.size();
+  s.entries.push_back(
+      {{level_, std::move(interpreter), local_dispatch_key_set(), hidden}, depth_, {}});
+  s.top = &s.entries.back();
   ++s.live;
   local_dispatch_key_set().included |= kFront;
 }
@@ -260,8 +260,8 @@ void LayerScope::pop() {
   for (size_t i = depth_; i < s.entries.size(); ++i) {
     if (!s.entries[i].popped) --s.live;
   }
-  while (s.last_popped != LayerEntry::kNone && s.last_popped >= depth_) {
-    s.last_popped = s.entries[s.last_popped].previous_popped;
+  while (s.last_popped != nullptr && s.last_popped->index >= depth_) {
+    s.last_popped = s.last_popped->previous_popped;
   }
   s.entries.resize(depth_);
   s.top = s.live_top_below(depth_);
