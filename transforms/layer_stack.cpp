@@ -1,6 +1,7 @@
 #include "transforms/layer_stack.h"
 
 #include <atomic>
+#include <deque>
 #include <sstream>
 #include <vector>
 
@@ -17,18 +18,39 @@ namespace {
 // thread has, instead of being taken for a layer of its own.
 std::atomic<int64_t> g_last_level{0};
 
-// A layer popped for a call that went below it, with the key sets to restore.
-struct PoppedLayerState {
+// A layer of the calling thread's stack. A layer popped for a call that went
+// below it stays where it is, marked popped, with the key sets to restore: a
+// pop and its restore (once per call a layer passes on) then move nothing.
+struct LayerEntry {
   DynamicLayer layer;
+  size_t index = 0;  // in LayerStackState::entries
   LocalDispatchKeySet restore;
+  bool popped = false;
+  // The layer popped before this one (restores come in the reverse order of pops).
+  LayerEntry* previous_popped = nullptr;
 };
 
-// The calling thread's stack, the layers popped for calls below them, and the
-// key sets from before each unboxed front call.
+// The calling thread's layers, popped or not, the live (not popped) ones
+// forming the stack; and the key sets from before each unboxed front call.
+// Pops and restores nest with the layers' scopes: every layer pushed while one
+// is popped is removed before that one is restored, so the layer restored lies
+// above every live one.
+// A deque: pushing or removing a layer at the end moves none of the others, so
+// the pointers below, and a reference to a layer (top_layer()) held across a
+// call that starts a transform, stay valid.
 struct LayerStackState {
-  std::vector<DynamicLayer> layers;
-  std::vector<PoppedLayerState> popped;
+  std::deque<LayerEntry> entries;
+  LayerEntry* top = nullptr;  // the top live layer; null: none live
+  size_t live = 0;            // how many are live
+  LayerEntry* last_popped = nullptr;
   std::vector<LocalDispatchKeySet> front_saved;
+
+  DynamicLayer& top_layer() { return top->layer; }
+  // The top live layer below index `end`, or null.
+  LayerEntry* live_top_below(size_t end) {
+    while (end > 0 && entries[end - 1].popped) --end;
+    return end > 0 ? &entries[end - 1] : nullptr;
+  }
 };
 
 // A thread_local with a destructor is reached through a guard in the
@@ -47,56 +69,62 @@ constexpr DispatchKeySet kBack{DispatchKey::DynamicLayerBack};
 
 void pop_top_layer() {
   LayerStackState& s = state();
-  s.popped.push_back({std::move(s.layers.back()), local_dispatch_key_set()});
-  s.layers.pop_back();
-  local_dispatch_key_set() = s.popped.back().layer.saved_key_sets;
+  LayerEntry& entry = *s.top;
+  LocalDispatchKeySet& local = local_dispatch_key_set();
+  entry.restore = local;
+  entry.popped = true;
+  entry.previous_popped = s.last_popped;
+  s.last_popped = &entry;
+  local = entry.layer.saved_key_sets;
+  --s.live;
+  s.top = s.live_top_below(entry.index);
 }
 
 void restore_top_layer() noexcept {
   LayerStackState& s = state();
-  PoppedLayerState& popped = s.popped.back();
-  s.layers.push_back(std::move(popped.layer));
-  local_dispatch_key_set() = popped.restore;
-  s.popped.pop_back();
+  LayerEntry& entry = *s.last_popped;
+  entry.popped = false;
+  s.last_popped = entry.previous_popped;
+  local_dispatch_key_set() = entry.restore;
+  ++s.live;
+  s.top = &entry;
 }
 
-}  // namespace
-
-DispatchKeySet enter_top_layer(DispatchKeySet keys) {
-  const DispatchKeySet hidden = state().layers.back().hidden_keys;
+DispatchKeySet enter_layer(const DynamicLayer& layer, DispatchKeySet keys) {
   LocalDispatchKeySet& local = local_dispatch_key_set();
-  local.excluded = local.excluded | hidden;
+  local.excluded = local.excluded | layer.hidden_keys;
   local.included = local.included | kBack;
-  return (keys | kBack) - hidden;
+  return (keys | kBack) - layer.hidden_keys;
 }
-
-namespace {
 
 PassThrough::Next front_enter(const OperatorHandle& op, DispatchKeySet keys, DispatchKeySet& next) {
-  const Interpreter& top = *state().layers.back().interpreter;
+  LayerStackState& s = state();
+  const DynamicLayer& layer = s.top_layer();
+  const Interpreter& top = *layer.interpreter;
   if (!top.default_process(op)) return PassThrough::Next::Decline;
-  state().front_saved.push_back(local_dispatch_key_set());
-  next = enter_top_layer(keys) | top.default_process_keys();
+  s.front_saved.push_back(local_dispatch_key_set());
+  next = enter_layer(layer, keys) | top.default_process_keys();
   return PassThrough::Next::WithKeys;
 }
 
 void front_leave() noexcept {
-  local_dispatch_key_set() = state().front_saved.back();
-  state().front_saved.pop_back();
+  LayerStackState& s = state();
+  local_dispatch_key_set() = s.front_saved.back();
+  s.front_saved.pop_back();
 }
 
 PassThrough::Next back_enter(const OperatorHandle&, DispatchKeySet, DispatchKeySet&) {
-  if (!state().layers.back().interpreter->default_send_to_next()) return PassThrough::Next::Decline;
+  if (!state().top_layer().interpreter->default_send_to_next()) return PassThrough::Next::Decline;
   pop_top_layer();
   return PassThrough::Next::RecomputeKeys;
 }
 
 void front_fallback(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
-  state().layers.back().interpreter->process(op, keys, stack);
+  state().top_layer().interpreter->process(op, keys, stack);
 }
 
 void back_fallback(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
-  state().layers.back().interpreter->send_to_next(op, stack);
+  state().top_layer().interpreter->send_to_next(op, stack);
 }
 
 STRATA_LIBRARY_IMPL(_, DynamicLayerFront, m) {
@@ -111,6 +139,8 @@ STRATA_LIBRARY_IMPL(_, DynamicLayerBack, m) {
 const bool kTraceContextInstalled = (set_dispatch_trace_context(&describe_layer_stack), true);
 
 }  // namespace
+
+DispatchKeySet enter_top_layer(DispatchKeySet keys) { return enter_layer(state().top_layer(), keys); }
 
 const char* to_string(TransformKind kind) {
   switch (kind) {
@@ -163,23 +193,32 @@ DispatchKeySet argument_keys(const OperatorHandle& op, const Stack& stack) {
   return keys;
 }
 
-bool layer_stack_empty() { return state().layers.empty(); }
+bool layer_stack_empty() { return state().live == 0; }
 
-size_t layer_stack_depth() { return state().layers.size(); }
+size_t layer_stack_depth() { return state().live; }
 
-TransformKind layer_kind(size_t i) { return state().layers.at(i).interpreter->kind(); }
+TransformKind layer_kind(size_t i) {
+  size_t seen = 0;
+  for (const LayerEntry& entry : state().entries) {
+    if (!entry.popped && seen++ == i) return entry.layer.interpreter->kind();
+  }
+  STRATA_FAIL("transforms", "internal: no layer ", i, " in a stack of ", seen);
+}
 
 const DynamicLayer& top_layer(const char* what) {
-  STRATA_CHECK(!state().layers.empty(), what, "no transform is running on this thread");
-  return state().layers.back();
+  STRATA_CHECK(state().live > 0, what, "no transform is running on this thread");
+  return state().top_layer();
 }
 
 std::string describe_layer_stack() {
   std::ostringstream out;
-  for (size_t i = state().layers.size(); i-- > 0;) {
-    out << to_string(state().layers[i].interpreter->kind()) << "(level " << state().layers[i].level
-        << ")";
-    if (i > 0) out << " > ";
+  bool first = true;
+  for (size_t i = state().entries.size(); i-- > 0;) {
+    const LayerEntry& entry = state().entries[i];
+    if (entry.popped) continue;
+    if (!first) out << " > ";
+    first = false;
+    out << to_string(entry.layer.interpreter->kind()) << "(level " << entry.layer.level << ")";
   }
   return out.str();
 }
@@ -187,7 +226,7 @@ std::string describe_layer_stack() {
 void rethrow_in_transform(const Error& e, const char* transform, const std::string& note) {
   std::string message = e.what();
   if (layer_stack_empty()) throw e;
-  const DynamicLayer& top = state().layers.back();
+  const DynamicLayer& top = state().top_layer();
   const std::string top_name =
       std::string(to_string(top.interpreter->kind())) + "(level " + std::to_string(top.level) + ")";
   if (message.find(top_name) != std::string::npos) throw e;
@@ -198,9 +237,13 @@ void rethrow_in_transform(const Error& e, const char* transform, const std::stri
 
 LayerScope::LayerScope(std::shared_ptr<Interpreter> interpreter)
     : level_(g_last_level.fetch_add(1, std::memory_order_relaxed) + 1),
-      depth_(state().layers.size()) {
+      depth_(state().entries.size()) {
   const DispatchKeySet hidden = (kAllTransformKeys - interpreter->keys()) | kFront;
-  state().layers.push_back({level_, std::move(interpreter), local_dispatch_key_set(), hidden});
+  LayerStackState& s = state();
+  s.entries.push_back(
+      {{level_, std::move(interpreter), local_dispatch_key_set(), hidden}, depth_, {}});
+  s.top = &s.entries.back();
+  ++s.live;
   local_dispatch_key_set().included |= kFront;
 }
 
@@ -211,9 +254,17 @@ void LayerScope::pop() {
   popped_ = true;
   // Scopes nest, so the layers above this one are already gone; resizing (rather
   // than popping one) keeps the stack right even if one was left behind.
-  if (state().layers.size() <= depth_) return;
-  local_dispatch_key_set() = state().layers[depth_].saved_key_sets;
-  state().layers.resize(depth_);
+  LayerStackState& s = state();
+  if (s.entries.size() <= depth_) return;
+  local_dispatch_key_set() = s.entries[depth_].layer.saved_key_sets;
+  for (size_t i = depth_; i < s.entries.size(); ++i) {
+    if (!s.entries[i].popped) --s.live;
+  }
+  while (s.last_popped != nullptr && s.last_popped->index >= depth_) {
+    s.last_popped = s.last_popped->previous_popped;
+  }
+  s.entries.resize(depth_);
+  s.top = s.live_top_below(depth_);
 }
 
 }  // namespace strata

@@ -124,13 +124,6 @@ Tensor new_value(const OperatorHandle& op, const Stack& stack, size_t first, siz
   return copy;
 }
 
-bool has_as_strided(const std::vector<ViewStep>& steps) {
-  for (const ViewStep& step : steps) {
-    if (step.op.operator_name().name == "strata::as_strided") return true;
-  }
-  return false;
-}
-
 // The _copy form of a view op (select.int -> select_copy.int), if it has one.
 std::optional<OperatorHandle> copy_variant(const OperatorHandle& op) {
   thread_local std::unordered_map<const OperatorEntry*, std::optional<OperatorHandle>> cache;
@@ -296,8 +289,7 @@ bool FunctionalizeInterpreter::default_process(const OperatorHandle& op) const {
          !WriteWatch::watching();
 }
 
-void sync(FunctionalTensorWrapper& w, Remove remove) {
-  if (!w.is_stale()) return;
+void regenerate(FunctionalTensorWrapper& w, Remove remove) {
   const FunctionalBase& base = *w.base();
   if (!w.is_view()) {
     w.set_value(base.value);
@@ -305,7 +297,7 @@ void sync(FunctionalTensorWrapper& w, Remove remove) {
   }
   // as_strided addresses memory, not elements: on a value laid out unlike the
   // root it was taken from, it would pick other elements.
-  STRATA_CHECK(!has_as_strided(w.steps()) || w.root_layout_unchanged(), "functionalize",
+  STRATA_CHECK(!w.addresses_memory() || w.root_layout_unchanged(), "functionalize",
                "cannot regenerate a view made by as_strided after its base (of shape ",
                shape_string(base.value.sizes()), ") was written at ", describe_layer_stack(),
                ": the written base is laid out with strides ", shape_string(base.value.strides()),

@@ -46,7 +46,10 @@ class FunctionalizeInterpreter final : public Interpreter {
 };
 
 // Brings a stale wrapper up to date with its root (the level's layer on top).
-void sync(FunctionalTensorWrapper& w, Remove remove);
+void regenerate(FunctionalTensorWrapper& w, Remove remove);
+inline void sync(FunctionalTensorWrapper& w, Remove remove) {
+  if (w.is_stale()) regenerate(w, remove);
+}
 // The same from code running above the wrapper's level (a control-flow
 // operator under a transform that functionalize runs beneath): the layers
 // above that level are off the stack while the view steps replay. Throws if

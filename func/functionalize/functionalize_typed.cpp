@@ -32,14 +32,25 @@
 namespace strata::functionalization {
 namespace {
 
-FunctionalizeInterpreter& functionalize_on_top(const OperatorHandle& op, int64_t& level) {
+// The interpreter of the top layer, a functionalize layer, and its level. Only
+// a functionalize layer makes wrappers of its level, and levels are never
+// reused: a first argument of the top layer's level proves its kind.
+FunctionalizeInterpreter& functionalize_on_top(const OperatorHandle& op, const Tensor& first,
+                                               int64_t& level) {
   const DynamicLayer& top = top_layer(op.operator_name().name.c_str());
-  STRATA_CHECK(top.interpreter->kind() == TransformKind::Functionalize,
+  STRATA_CHECK(functional_at_level(first, top.level) != nullptr ||
+                   top.interpreter->kind() == TransformKind::Functionalize,
                op.operator_name().to_string().c_str(),
                "got a tensor of a functionalize level with ", describe_layer_stack(),
                " on top: a functionalized tensor was used outside its functionalize call");
   level = top.level;
   return static_cast<FunctionalizeInterpreter&>(*top.interpreter);
+}
+
+// Every typed kernel's signature begins with a tensor.
+template <class... Rest>
+const Tensor& first_tensor(const Tensor& first, const Rest&...) {
+  return first;
 }
 
 template <class T>
@@ -77,7 +88,7 @@ struct OutOfPlace<Tensor(Args...)> {
 
   Tensor operator()(DispatchKeySet, Args... args) const {
     int64_t level = 0;
-    const Remove remove = functionalize_on_top(op, level).remove();
+    const Remove remove = functionalize_on_top(op, first_tensor(args...), level).remove();
     // Synced with the layer on top, before it is popped for the call.
     const auto values = std::forward_as_tuple(unwrapped(args, level, remove)...);
     Tensor out;
@@ -97,7 +108,7 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
 
   const Tensor& operator()(DispatchKeySet keys, const Tensor& self, Rest... rest) const {
     int64_t level = 0;
-    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, level);
+    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, self, level);
     const Remove remove = interpreter.remove();
     FunctionalTensorWrapper* target = functional_at_level(self, level);
     if (target != nullptr && !target->may_overlap() && writes_in_place(*target->base())) {
@@ -135,7 +146,7 @@ struct View<Tensor(const Tensor&, Rest...)> {
 
   Tensor operator()(DispatchKeySet keys, const Tensor& self, Rest... rest) const {
     int64_t level = 0;
-    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, level);
+    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, self, level);
     FunctionalTensorWrapper* w = functional_at_level(self, level);
     if (w == nullptr) {  // a view of a tensor from outside the level stays one
       BelowTopLayer below;
@@ -171,7 +182,7 @@ struct Decomposed<Ret(Args...)> {
 
   Ret operator()(DispatchKeySet keys, Args... args) const {
     int64_t level = 0;
-    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, level);
+    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, first_tensor(args...), level);
     if (interpreter.remove() == Remove::MutationsAndViews && op.entry().returns_view()) {
       Stack stack = call_process(interpreter, op, keys, args...);
       if constexpr (std::is_reference_v<Ret>) {

@@ -37,7 +37,7 @@ namespace {
 std::atomic<uint64_t> epoch{1};
 }  // namespace
 
-thread_local WriteWatch* WriteWatch::tls_watch_ = nullptr;
+thread_local constinit WriteWatch* WriteWatch::tls_watch_ = nullptr;
 
 WriteWatch::WriteWatch(int64_t level)
     : first_serial_(epoch.fetch_add(1, std::memory_order_relaxed) + 1),
@@ -81,9 +81,15 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
       base_(std::move(base)),
       steps_(std::move(steps)),
       may_overlap_(may_overlap),
-      generation_(base_->generation),
-      root_strides_(base_->value.defined() ? base_->value.strides() : IntArrayRef()),
-      root_offset_(base_->value.defined() ? base_->value.storage_offset() : 0) {
+      addresses_memory_(std::any_of(steps_.begin(), steps_.end(),
+                                    [](const ViewStep& step) {
+                                      return step.op.operator_name().name == "strata::as_strided";
+                                    })),
+      generation_(base_->generation) {
+  if (addresses_memory_) {
+    root_strides_ = DimVector(base_->value.strides());
+    root_offset_ = base_->value.storage_offset();
+  }
   set_value(std::move(value));
   next_member_ = base_->members;
   if (next_member_ != nullptr) next_member_->prev_member_ = this;

@@ -120,7 +120,9 @@ class WriteWatch {
 
  private:
   void argument(Tensor& value, uint64_t serial, int64_t level);
-  static thread_local WriteWatch* tls_watch_;
+  // initial-exec and constinit: read on every typed functionalize call, so
+  // reached at a fixed offset from the thread pointer, with no initialiser check.
+  static thread_local constinit WriteWatch* tls_watch_ __attribute__((tls_model("initial-exec")));
   uint64_t first_serial_;
   int64_t level_;
   bool wrote_earlier_ = false;
@@ -176,9 +178,11 @@ class FunctionalTensorWrapper final : public TensorImpl {
   void set_value(Tensor value);
   // The value, written in place, is current as of the base's generation.
   void mark_current() { generation_ = base_->generation; }
+  // Whether a step is as_strided, which addresses memory, not elements.
+  bool addresses_memory() const { return addresses_memory_; }
   // Whether the root's value is laid out (strides, offset) as it was when this
-  // view was made: a view made by as_strided addresses memory, not elements,
-  // so it regenerates only from such a value.
+  // view was made: a view that addresses memory regenerates only from such a
+  // value. (Recorded for such views only.)
   bool root_layout_unchanged() const;
 
   const char* impl_name() const override { return "FunctionalTensorWrapper"; }
@@ -212,13 +216,16 @@ class FunctionalTensorWrapper final : public TensorImpl {
   mutable std::vector<ViewStep> steps_;
   mutable std::optional<UnboxedStep> last_step_;
   bool may_overlap_;
+  // Set from the boxed steps: the one step a typed kernel leaves unboxed is
+  // never as_strided (whose view may overlap: it has no typed kernel).
+  bool addresses_memory_;
   uint64_t generation_;
   // The base's value_epoch when value_ was set, and whether value_ lies over
   // the memory of the root's value then.
   uint64_t value_epoch_ = 0;
   bool over_root_memory_ = false;
   DimVector root_strides_;
-  int64_t root_offset_;
+  int64_t root_offset_ = 0;
   FunctionalTensorWrapper* prev_member_ = nullptr;
   FunctionalTensorWrapper* next_member_ = nullptr;
 };
