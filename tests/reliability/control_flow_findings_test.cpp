@@ -164,5 +164,52 @@ TEST_F(ControlFlowFindings, MapOverALengthZeroDim) {
   EXPECT_TRUE(allclose(grad(f)(zeros({0, 2}, kFloat64)), zeros({0, 2}, kFloat64)));
 }
 
+// Doubles v until its sum reaches 10: from zeros it never ends.
+Tensor doubled_past_ten(const Tensor& c) {
+  return while_loop([](const Tensor& v) { return v.sum() < 10.0; }, [](const Tensor& v) { return v * 2.0; }, c);
+}
+
+std::pair<Tensor, Tensor> doubling_step(const Tensor& c, const Tensor& x) {
+  Tensor next = doubled_past_ten(c + x);
+  return std::pair{next, next * x};
+}
+
+// The length-0 case runs its step without data (Note [A length-0 scan runs no
+// step]): a step whose while_loop would never end on zeros returns at once,
+// with the initial carry and ys of the step's shape.
+TEST_F(ControlFlowFindings, LengthZeroScanDoesNotRunItsStepsLoop) {
+  const Tensor init = zeros({2}, kFloat64);
+  const Tensor none = zeros({0, 2}, kFloat64);
+  const auto [last, ys] = scan(doubling_step, init, none);
+  EXPECT_TRUE(allclose(last, init));
+  EXPECT_EQ(ys.sizes().vec(), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(ys.dtype(), kFloat64);
+  const Tensor mapped = map([](const Tensor& x) { return doubled_past_ten(x); }, none);
+  EXPECT_EQ(mapped.sizes().vec(), (std::vector<int64_t>{0, 2}));
+  // One step on data: [1, 1] + [0.5, 1] doubles twice to [6, 8] (sum 14), ys [3, 8].
+  const auto [one_last, one_ys] = scan(doubling_step, ones({2}, kFloat64), tensor({0.5, 1.0}, {1, 2}));
+  EXPECT_TRUE(allclose(one_last, tensor({6.0, 8.0}, {2})));
+  EXPECT_TRUE(allclose(one_ys, tensor({3.0, 8.0}, {1, 2})));
+
+  // Inside transforms the step's while_loop returns its carry at once.
+  auto ys_of = [&](const Tensor& c) { return scan(doubling_step, c, none).second; };
+  EXPECT_EQ(vmap(ys_of)(zeros({3, 2}, kFloat64)).sizes().vec(), (std::vector<int64_t>{3, 0, 2}));
+  auto total = [&](const Tensor& c) { return scan(doubling_step, c, none).first.sum(); };
+  EXPECT_TRUE(allclose(grad(total)(init), ones({2}, kFloat64)));
+  EXPECT_TRUE(allclose(jvp(total, std::tuple{init}, std::tuple{tensor({1.0, 2.0}, {2})}).second,
+                       full({}, 3.0, kFloat64)));
+  // Traced with length 0 and replayed: the carry passes through.
+  const Graph g = trace([&](const Tensor& c) { return scan(doubling_step, c, none).first; })(init);
+  EXPECT_TRUE(allclose(g(tensor({4.0, -1.0}, {2})).at(0), tensor({4.0, -1.0}, {2})));
+}
+
+// Where the shapes need data (an item() on a fake) the length-0 case raises
+// an error naming scan.
+TEST_F(ControlFlowFindings, LengthZeroScanWhoseStepNeedsDataRaises) {
+  auto reads = [](const Tensor& c, const Tensor& x) { return std::pair{c * x.sum().item<double>(), x}; };
+  testing::expect_contains(testing::error_message([&] { scan(reads, zeros({2}, kFloat64), zeros({0, 2}, kFloat64)); }),
+                           {"strata::scan", "length-0", "without data"});
+}
+
 }  // namespace
 }  // namespace strata
