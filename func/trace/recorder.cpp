@@ -50,7 +50,12 @@ const Tensor& GraphRecorder::add_input(const Tensor& leaf) {
   // functionalize]), so only trace() itself must start outside every transform.
   STRATA_CHECK(parent_ != nullptr || layer_stack_empty(), "trace", "trace() inside a transform (",
                describe_layer_stack(), ") is not supported; trace the transformed function");
-  const bool replace = options_.mode == TraceMode::Fake || ids_.find(leaf.impl()) >= 0;
+  // A subgraph's argument is always an alias: the function may also capture
+  // the operand it was passed (a while_loop body reading the tensor that
+  // started its carry), and that capture must stay the enclosing value, not
+  // become the argument (which a later iteration rebinds).
+  const bool replace =
+      options_.mode == TraceMode::Fake || parent_ != nullptr || ids_.find(leaf.impl()) >= 0;
   if (replace) {
     Tensor& traced = replaced_inputs_.emplace_front(
         options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf)) : alias_of(leaf));

@@ -211,5 +211,25 @@ TEST_F(ControlFlowFindings, LengthZeroScanWhoseStepNeedsDataRaises) {
                            {"strata::scan", "length-0", "without data"});
 }
 
+// Found by the fuzzer's capturing while_loop (seeds 183, 279, 500, 645 of
+// --seed 1): a body that captures the tensor which started its carry. The
+// traced body took that tensor as its argument, so the capture read the carry
+// of each iteration instead of the initial value.
+TEST_F(ControlFlowFindings, TracedLoopBodyCapturingTheCarrysStart) {
+  auto f = [](const Tensor& a) {
+    using Carry = std::pair<Tensor, Tensor>;
+    return while_loop([](const Carry& c) { return c.first < 2.0; },
+                      [&a](const Carry& c) { return Carry{c.first + 1.0, c.second + a}; },
+                      Carry{zeros({}, kFloat64), a})
+        .second;
+  };
+  const Tensor a = tensor({1.0, -2.0}, {2});
+  // Two steps of v + a from v = a: 3 a.
+  EXPECT_TRUE(allclose(f(a), a * 3.0));
+  const Graph g = trace(f)(a);
+  EXPECT_TRUE(allclose(g(a).at(0), a * 3.0));
+  EXPECT_TRUE(allclose(g(a * -0.5).at(0), a * -1.5));
+}
+
 }  // namespace
 }  // namespace strata
