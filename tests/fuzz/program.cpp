@@ -163,7 +163,7 @@ Tensor map_op(const Tensor& a) {
 
 Tensor cond_capture_op(const Tensor& a, const Tensor& b) {
   return cond(
-      b.sum() < a.sum(), [&b](const Tensor& u) { return u * b; },
+      a.sum() > b.sum() * 0.5, [&b](const Tensor& u) { return u * b; },
       [&b](const Tensor& u) { return u - b.sin(); }, a);
 }
 

@@ -35,7 +35,7 @@ enum class OpKind : uint8_t {
   Scan,       // a scan over a's dim 0 (a not 0-dim): carry c * 0.5 + sin(x), ys c * x; ys + last
   Map,        // map over a's dim 0 (a not 0-dim) of sin(row) * row.sum()
   // Control flow whose functions capture b instead of taking it as an operand:
-  CondCapture,   // cond(b.sum() < a.sum(), u * b, u - sin(b)) on operand a
+  CondCapture,   // cond(a.sum() > b.sum() * 0.5, u * b, u - sin(b)) on operand a
   WhileCapture,  // as WhileLoop, the carry (steps, value) and b read by the body
   ScanCapture,   // as Scan, the carry c * 0.5 + sin(x) * b.sum(), ys c * x + b.sum()
   MapCapture,    // map over a's dim 0 of sin(row) * b.sum()
