@@ -85,8 +85,8 @@ std::vector<ValueType> value_types_of(const std::vector<Tensor>& tensors) {
 void fail_needs_data(const char* op, const char* fn_name, const Error& cause) {
   STRATA_FAIL(op, "over a length-0 dim ", fn_name,
               " runs once without data (fake tensors: shapes only) to give its results their "
-              "shapes, and it needs data there (an item(), a while_loop under grad); give it at "
-              "least one step. The error: ", cause.what());
+              "shapes, and it raised there; one that reads values (an item()) cannot run so: "
+              "give it at least one step. The error: ", cause.what());
 }
 
 void refuse_trace_under_transform(const HigherOrderOperator& op, const char* why) {

@@ -61,8 +61,8 @@ class HigherOrderRecording {
 // what would make the graph depend on this run's data.
 [[noreturn]] void refuse_trace_under_transform(const HigherOrderOperator& op, const char* why);
 
-// Throws: `fn_name`, run without data for a length-0 scan or map, needed
-// data (`cause` says where).
+// Throws: `fn_name`, run without data for a length-0 scan or map, raised
+// `cause` (reading a fake tensor's values, or an error of its own).
 [[noreturn]] void fail_needs_data(const char* op, const char* fn_name, const Error& cause);
 
 std::vector<ValueType> value_types_of(const std::vector<Tensor>& tensors);
