@@ -231,5 +231,28 @@ TEST_F(ControlFlowFindings, TracedLoopBodyCapturingTheCarrysStart) {
   EXPECT_TRUE(allclose(g(a * -0.5).at(0), a * -1.5));
 }
 
+// Found by the fuzzer's capturing while_loop under grad > jvp > vmap: with a
+// per-sample trip count the body runs on every lane and a tensor it captures
+// is swapped for its masked (batched) version, but the call kept the dispatch
+// keys of the unbatched tensor, so the vmap level was skipped and the batched
+// value reached the levels below ("a vmap that has already returned").
+TEST_F(ControlFlowFindings, PerLaneLoopBodyCapturingAnUnbatchedTensorUnderGrad) {
+  const Tensor one = ones({}, kFloat64);
+  // v <- 2 v + c while v < 3: after n steps v = 2^n a + (2^n - 1) c, dv/da = 2^n.
+  // c is made inside the transforms (a tensor of their levels, batched at
+  // none), and c.sum() is a call on the capture alone.
+  auto last = [&one](const Tensor& a) {
+    const Tensor c = one.clone();
+    return while_loop([](const Tensor& v) { return v < 3.0; },
+                      [&c](const Tensor& v) { return v * 2.0 + c.sum(); }, a);
+  };
+  const Tensor x = tensor({0.5, 2.0, 4.0}, {3});  // 2 steps (to 5), 1 step (to 5), none
+  EXPECT_TRUE(allclose(vmap(last)(x), tensor({5.0, 5.0, 4.0}, {3})));
+  auto total = [&](const Tensor& a) { return vmap(last)(a).sum(); };
+  EXPECT_TRUE(allclose(grad(total)(x), tensor({4.0, 2.0, 1.0}, {3})));
+  EXPECT_TRUE(allclose(jvp(vmap(last), std::tuple{x}, std::tuple{ones({3}, kFloat64)}).second,
+                       tensor({4.0, 2.0, 1.0}, {3})));
+}
+
 }  // namespace
 }  // namespace strata
