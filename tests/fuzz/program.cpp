@@ -183,14 +183,15 @@ Tensor while_loop_capture_op(const Tensor& a, const Tensor& b) {
 Tensor scan_capture_op(const Tensor& a, const Tensor& b) {
   auto [last, ys] = scan(
       [&b](const Tensor& c, const Tensor& x) {
-        return std::pair{c * 0.5 + x.sin() * b.sum(), c * x + b.sum()};
+        const Tensor s = b.sum().tanh();
+        return std::pair{c * 0.5 + x.sin() * s, c * x + s};
       },
       a.sum({0}) * 0.5, a);
   return ys + last;
 }
 
 Tensor map_capture_op(const Tensor& a, const Tensor& b) {
-  return map([&b](const Tensor& row) { return row.sin() * b.sum(); }, a);
+  return map([&b](const Tensor& row) { return row.sin() * b.sum().tanh(); }, a);
 }
 
 bool steps_along_a_dim(OpKind kind) {

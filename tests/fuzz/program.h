@@ -37,8 +37,8 @@ enum class OpKind : uint8_t {
   // Control flow whose functions capture b instead of taking it as an operand:
   CondCapture,   // cond(a.sum() > b.sum() * 0.5, u * b, u - sin(b)) on operand a
   WhileCapture,  // as WhileLoop, the carry (steps, value) and b read by the body
-  ScanCapture,   // as Scan, the carry c * 0.5 + sin(x) * b.sum(), ys c * x + b.sum()
-  MapCapture,    // map over a's dim 0 of sin(row) * b.sum()
+  ScanCapture,   // as Scan with s = tanh(b.sum()): the carry c * 0.5 + sin(x) * s, ys c * x + s
+  MapCapture,    // map over a's dim 0 of sin(row) * tanh(b.sum())
 };
 inline constexpr int kNumOpKinds = 21;
 
