@@ -108,7 +108,17 @@ class MaskCaptured final : public DispatchMode {
     if (!is_floating_point(t.dtype())) return false;
     auto it = masked_.find(t.impl());
     if (it == masked_.end()) {
-      std::vector<Tensor> masked = mask_untaken_lanes(pred_, taken_when_, {t});
+      // The calls masking makes (where(), and a batching rule's below it) are
+      // not the function's: their arguments must not be masked again.
+      ++depth_;
+      std::vector<Tensor> masked;
+      try {
+        masked = mask_untaken_lanes(pred_, taken_when_, {t});
+      } catch (...) {
+        --depth_;
+        throw;
+      }
+      --depth_;
       it = masked_.emplace(t.impl(), masked.front()).first;
       keep(masked.front());
     }

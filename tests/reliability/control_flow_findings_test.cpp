@@ -254,5 +254,37 @@ TEST_F(ControlFlowFindings, PerLaneLoopBodyCapturingAnUnbatchedTensorUnderGrad) 
                        tensor({4.0, 2.0, 1.0}, {3})));
 }
 
+// Found by the fuzzer's capturing cond under trace > grad > vmap: masking a
+// captured tensor for the lanes of a per-sample predicate calls where(), whose
+// batching rule's own calls reached the masking mode as if the branch made
+// them, so their arguments were masked again and a batched value reached the
+// trace below the layers.
+TEST_F(ControlFlowFindings, TracedGradOfPerLaneCondCapturingABatchedTensor) {
+  const Tensor y = tensor({0.3, 0.3}, {2});
+  // Per sample a: y * a when sum(a) < 1.2, else y - sin(a); a is captured.
+  auto per_sample = [&y](const Tensor& a) {
+    return cond(
+        y.sum() > a.sum() * 0.5, [&a](const Tensor& u) { return u * a; },
+        [&a](const Tensor& u) { return u - a.sin(); }, y);
+  };
+  // Samples along dim 1: the batching rules move the batch dim first.
+  auto loss = [&](const Tensor& x) { return vmap(per_sample, {.in_dims = {1}})(x).sum(); };
+  // d/da: y, or -cos(a).
+  auto expected = [](const Tensor& x) {
+    std::vector<Tensor> rows;
+    for (int64_t b = 0; b < x.size(1); ++b) {
+      const Tensor a = x.select(1, b);
+      rows.push_back(a.sum().item<double>() < 1.2 ? full({2}, 0.3, kFloat64) : -a.cos());
+    }
+    return stack(rows, 1);
+  };
+  const Tensor x = tensor({0.1, 1.0, 0.2, 2.0}, {2, 2});
+  EXPECT_TRUE(allclose(grad(loss)(x), expected(x)));
+  const Graph g = trace(grad(loss))(x);
+  EXPECT_TRUE(allclose(g(x).at(0), expected(x)));
+  const Tensor swapped = tensor({1.5, -0.5, 0.5, 0.25}, {2, 2});
+  EXPECT_TRUE(allclose(g(swapped).at(0), expected(swapped)));
+}
+
 }  // namespace
 }  // namespace strata
