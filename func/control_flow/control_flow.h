@@ -106,8 +106,9 @@ struct ScanOptions {
 
 // step(carry, x) -> std::pair{carry, y} over dim 0 of every leaf of xs:
 // std::pair{last carry, ys}, the ys stacked along a new dim 0. Over a length-0
-// dim: std::pair{init, ys of length 0}, step called once on zeros of a slice's
-// shape to give the ys their shapes and dtypes (its values are dropped).
+// dim: std::pair{init, ys of length 0}, step run once without data (fake
+// tensors, shapes only) to give the ys their shapes and dtypes; a step that
+// reads values there raises a strata::Error.
 template <class Step, class Carry, class Xs>
 auto scan(Step&& step, const Carry& init, const Xs& xs, ScanOptions options = {}) {
   using Out = std::decay_t<std::invoke_result_t<Step&, const Carry&, const Xs&>>;
@@ -134,7 +135,7 @@ auto scan(Step&& step, const Carry& init, const Xs& xs, ScanOptions options = {}
 
 // f over dim 0 of every leaf of xs, one sample at a time, the results stacked
 // along a new dim 0: the values of vmap(f)(xs). Over a length-0 dim, results of
-// length 0 (f called once on zeros for their shapes and dtypes).
+// length 0 (f run once without data for their shapes and dtypes, as scan's step).
 template <class F, class Xs>
 auto map(F&& f, const Xs& xs) {
   using Y = std::decay_t<std::invoke_result_t<F&, const Xs&>>;

@@ -87,6 +87,18 @@ std::vector<Tensor> run_on_lanes(const Tensor& pred, bool taken_when, const char
 std::vector<Tensor> select_lanes(const Tensor& pred, const std::vector<Tensor>& a,
                                  const std::vector<Tensor>& b);
 
+// While one lives on this thread, a while_loop returns its initial carry after
+// one call of cond_fn: a length-0 scan's step run for its results' shapes
+// inside a transform (Note [A length-0 scan runs no step] in scan.cpp).
+class ShapesOnlyScope {
+ public:
+  ShapesOnlyScope();
+  ~ShapesOnlyScope();
+  ShapesOnlyScope(const ShapesOnlyScope&) = delete;
+  ShapesOnlyScope& operator=(const ShapesOnlyScope&) = delete;
+  static bool active();
+};
+
 // The number of steps of scan and map: the common size of dim 0 of the xs
 // leaves (0 too).
 int64_t scan_length(const char* op, const std::vector<Tensor>& xs);

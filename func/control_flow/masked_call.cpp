@@ -35,7 +35,8 @@ class MaskCaptured final : public DispatchMode {
   void dispatch(const OperatorHandle& op, Stack& stack) override {
     const std::vector<Argument>& schema_args = op.schema().arguments();
     const size_t first = stack.size() - schema_args.size();
-      if (at_function_level()) {
+    bool masked_any = false;
+    if (at_function_level()) {
       for (size_t i = first; i < stack.size(); ++i) {
         const Argument& arg = schema_args[i - first];
         if (arg.alias && arg.alias->is_write) {
@@ -43,15 +44,22 @@ class MaskCaptured final : public DispatchMode {
           continue;
         }
         if (stack[i].is_tensor()) {
-          mask(stack[i].to_tensor());
+          masked_any = mask(stack[i].to_tensor()) || masked_any;
         } else if (stack[i].is_tensor_list()) {
-          for (Tensor& t : stack[i].to_tensor_list()) mask(t);
+          for (Tensor& t : stack[i].to_tensor_list()) masked_any = mask(t) || masked_any;
         }
       }
     }
     ++depth_;
     try {
-      call_next(op, stack);
+      // The call's dispatch keys were those of the tensors it was given: a
+      // masked capture is batched where the tensor may not have been, so such
+      // a call dispatches afresh (this mode hidden, as during call_next()).
+      if (masked_any) {
+        op.call_boxed(stack);
+      } else {
+        call_next(op, stack);
+      }
     } catch (...) {
       --depth_;
       throw;
@@ -93,17 +101,30 @@ class MaskCaptured final : public DispatchMode {
                  "and return it");
   }
 
-  void mask(Tensor& t) {
-    if (!t.defined() || own_.count(t.impl()) > 0) return;
+  // Whether t was swapped for its masked version.
+  bool mask(Tensor& t) {
+    if (!t.defined() || own_.count(t.impl()) > 0) return false;
     if (const StorageImpl* memory = t.impl()->underlying_storage()) captured_memory_.insert(memory);
-    if (!is_floating_point(t.dtype())) return;
+    if (!is_floating_point(t.dtype())) return false;
     auto it = masked_.find(t.impl());
     if (it == masked_.end()) {
-      std::vector<Tensor> masked = mask_untaken_lanes(pred_, taken_when_, {t});
+      // The calls masking makes (where(), and a batching rule's below it) are
+      // not the function's: their arguments must not be masked again.
+      ++depth_;
+      std::vector<Tensor> masked;
+      try {
+        masked = mask_untaken_lanes(pred_, taken_when_, {t});
+      } catch (...) {
+        --depth_;
+        throw;
+      }
+      --depth_;
       it = masked_.emplace(t.impl(), masked.front()).first;
       keep(masked.front());
     }
+    const bool swapped = it->second.impl() != t.impl();
     t = it->second;
+    return swapped;
   }
 
   Tensor pred_;

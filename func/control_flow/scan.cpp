@@ -3,10 +3,22 @@
 #include "func/control_flow/control_flow_ops.h"
 #include "func/control_flow/lanes.h"
 #include "func/control_flow/traced.h"
+#include "func/trace/higher_order_recording.h"
+#include "func/trace/recorder.h"
+#include "ops/creation.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "transforms/layer_stack.h"
 
 namespace strata::control_flow {
+
+namespace {
+thread_local int shapes_only_depth = 0;
+}  // namespace
+
+ShapesOnlyScope::ShapesOnlyScope() { ++shapes_only_depth; }
+ShapesOnlyScope::~ShapesOnlyScope() { --shapes_only_depth; }
+bool ShapesOnlyScope::active() { return shapes_only_depth > 0; }
 
 int64_t scan_length(const char* op, const std::vector<Tensor>& xs) {
   STRATA_CHECK(!xs.empty(), op, "xs has no tensor leaves, so the number of steps is unknown");
@@ -40,12 +52,53 @@ void append_step(std::vector<Tensor>& args, const std::vector<Tensor>& xs, int64
   for (const Tensor& x : xs) args.push_back(x.select(0, t));
 }
 
-// The results of a function run on example_slices() only, for their shapes and
-// dtypes: each stacked along a new dim 0 of length 0.
+// Note [A length-0 scan runs no step]
+// Over a length-0 dim scan and map return the initial carry and ys of length
+// 0 whose shapes and dtypes are those of one step's results (as jax.lax.scan
+// traces its step once whatever the length). Outside every transform the step
+// runs once on fakes with a fake-mode trace pushed (TraceMode::Fake, Note
+// [Fake tensors]): each op runs its shape function, so no data is computed,
+// and a control-flow operator inside the step is recorded as one node (its
+// functions traced once), so a while_loop never iterates. A step that needs
+// data there (an item()) raises an error naming the operator and saying why.
+// Under trace() the step is traced on fakes likewise (HigherOrderRecording::
+// trace). Inside a transform a mode pushed now would not see the ops below
+// the layers (each layer restores the dispatch keys it was entered with), so
+// the step runs on zeros of a slice's shape, with every while_loop inside it
+// returning its initial carry after one call of cond_fn (a ShapesOnlyScope):
+// a loop that would never end on zeros cannot hang, and the results' shapes
+// are the carry's whatever the trip count.
+std::vector<Tensor> run_without_data(const char* op, const char* fn_name, const FlatFn& fn,
+                                     const std::vector<Tensor>& args, const ArgNames& names) {
+  if (!layer_stack_empty()) {
+    const ShapesOnlyScope shapes_only;
+    return call_without_writes(op, fn_name, fn, args, names);
+  }
+  TraceOptions options;
+  options.mode = TraceMode::Fake;
+  GraphRecorder recorder(options);
+  const DispatchModeGuard guard(recorder.unowned());
+  std::vector<Tensor> fakes;
+  fakes.reserve(args.size());
+  for (const Tensor& a : args) fakes.push_back(recorder.add_input(a));
+  try {
+    return call_without_writes(op, fn_name, fn, fakes, names);
+  } catch (const Error& e) {
+    fail_needs_data(op, fn_name, e);
+  }
+}
+
+// Results of length 0 shaped like `example` stacked along a new dim 0
+// (made after the fake evaluation: only their sizes and dtypes are read).
 std::vector<Tensor> no_steps(const std::vector<Tensor>& example) {
   std::vector<Tensor> stacked;
   stacked.reserve(example.size());
-  for (const Tensor& y : example) stacked.push_back(stack({y}, 0).narrow(0, 0, 0));
+  for (const Tensor& y : example) {
+    DimVector sizes;
+    sizes.push_back(0);
+    for (int64_t s : y.sizes()) sizes.push_back(s);
+    stacked.push_back(empty(sizes, y.dtype(), y.device()));
+  }
   return stacked;
 }
 
@@ -75,9 +128,7 @@ void check_step_carry(const char* name, const std::vector<Tensor>& carry,
 }
 
 // Inline at every key (Note [Control flow runs inline under grad, jvp and vmap]).
-// Over a length-0 dim the result is the initial carry and ys of length 0, their
-// shapes and dtypes from one step run on example_slices() (as jax.lax.scan
-// traces its step once whatever the length); that step's values are dropped.
+// Over a length-0 dim: Note [A length-0 scan runs no step].
 std::vector<Tensor> run_scan(const HigherOrderOperator& op, const HopArgs& args) {
   const char* name = op.name().c_str();
   const auto carry_leaves = static_cast<size_t>(args.attrs.at(0));
@@ -89,7 +140,7 @@ std::vector<Tensor> run_scan(const HigherOrderOperator& op, const HopArgs& args)
     std::vector<Tensor> step_args = carry;
     for (Tensor& x : example_slices(xs)) step_args.push_back(std::move(x));
     const std::vector<Tensor> out =
-        call_without_writes(name, "step", args.fns[0], step_args, {"carry", carry_leaves, "xs"});
+        run_without_data(name, "step", args.fns[0], step_args, {"carry", carry_leaves, "xs"});
     check_step_carry(name, carry, out);
     std::vector<Tensor> result = std::move(carry);
     const std::vector<Tensor> ys(out.begin() + static_cast<std::ptrdiff_t>(carry_leaves), out.end());
@@ -116,7 +167,7 @@ std::vector<Tensor> run_map(const HigherOrderOperator& op, const HopArgs& args) 
   const char* name = op.name().c_str();
   const int64_t length = scan_length(name, args.operands);
   if (length == 0) {
-    return no_steps(call_without_writes(name, "f", args.fns[0], example_slices(args.operands), {"xs"}));
+    return no_steps(run_without_data(name, "f", args.fns[0], example_slices(args.operands), {"xs"}));
   }
   std::vector<std::vector<Tensor>> ys;
   ys.reserve(static_cast<size_t>(length));

@@ -13,8 +13,9 @@
 // inline when its predicate is per lane (both branches run and where() selects,
 // whatever the data); a concrete predicate or a loop's trip count would be this
 // run's choice, so those record one node on the values below the layers
-// (traced_lowered.cpp), inside vmap, jvp and functionalize; inside grad
-// they refuse.
+// (traced_lowered.cpp), inside vmap, jvp and functionalize; a cond inside
+// one grad level records its backward as a cond too (traced_grad.cpp); a
+// while_loop inside grad refuses.
 
 namespace strata::control_flow {
 
@@ -45,6 +46,7 @@ std::vector<Tensor> trace_cond(const HigherOrderOperator& op, const HopArgs& arg
   check_predicate(pred, op.name().c_str(), "the predicate");
   if (!layer_stack_empty()) {
     if (batched_at_any_level(pred)) return op.call(inline_hop_key(), args);
+    if (traced_under_one_grad()) return trace_cond_under_grad(op, args, recording);
     return trace_cond_below_transforms(op, args, recording);
   }
   const std::vector<Tensor> operands(args.operands.begin() + 1, args.operands.end());
@@ -79,7 +81,7 @@ std::vector<Tensor> trace_scan(const HigherOrderOperator& op, const HopArgs& arg
   const int64_t length = scan_length(op.name().c_str(), xs);
   std::vector<Tensor> step_args = carry;
   for (Tensor& x : recording.unrecorded([&] { return example_slices(xs); })) step_args.push_back(std::move(x));
-  TracedFn step = recording.trace("step", args.fns[0], step_args);
+  TracedFn step = recording.trace("step", args.fns[0], step_args, /*without_data=*/length == 0);
   STRATA_CHECK(step.outputs.size() >= carry.size(), op.name().c_str(), "step returned ",
                step.outputs.size(), " tensor leaves, fewer than the carry's ", carry.size());
   const std::vector<Tensor> next(step.outputs.begin(), step.outputs.begin() + carry_leaves);
@@ -98,7 +100,8 @@ std::vector<Tensor> trace_map(const HigherOrderOperator& op, const HopArgs& args
   if (!layer_stack_empty()) return op.call(inline_hop_key(), args);
   const int64_t length = scan_length(op.name().c_str(), args.operands);
   TracedFn f = recording.trace("f", args.fns[0],
-                               recording.unrecorded([&] { return example_slices(args.operands); }));
+                               recording.unrecorded([&] { return example_slices(args.operands); }),
+                               /*without_data=*/length == 0);
   std::vector<ValueType> types;
   for (const Tensor& y : f.outputs) types.push_back(stacked(value_type_of(y), length));
   return recording.finish(args, {std::move(f)}, types);

@@ -37,9 +37,10 @@
 // the body on the lanes that do (Note [Untaken lanes do not poison
 // derivatives]) and keeps the others' carry. A function that writes its
 // arguments is refused (under functionalize eager code would write the
-// caller's tensor, which a new root cannot). Under grad the node would need a
-// reverse-mode rule of its own (a cond of the branches' vjps; JAX defines no
-// reverse mode through while_loop), so that still refuses.
+// caller's tensor, which a new root cannot). Inside one grad level alone a
+// cond is recorded with a backward of its own (Note [Control flow traced
+// inside grad], traced_grad.cpp); a grad level among other layers refuses, and
+// so does while_loop under grad (JAX defines no reverse mode through it).
 
 namespace strata::control_flow {
 
@@ -222,8 +223,9 @@ class Lowering {
 
 std::vector<Tensor> trace_cond_below_transforms(const HigherOrderOperator& op, const HopArgs& args,
                                                 const HigherOrderRecording& recording) {
-  const Lowering lowering(op, "its predicate is the same for every sample, so one branch runs, and "
-                              "under grad a recorded node would need a reverse-mode rule");
+  const Lowering lowering(op, "its predicate is the same for every sample, so one branch runs; a "
+                              "cond is recorded with its backward inside one grad level alone "
+                              "(trace of grad, vjp or jacrev), not with other layers around it");
   const char* name = op.name().c_str();
   const std::vector<Tensor> operands =
       lowering.lower_all({args.operands.begin() + 1, args.operands.end()});
@@ -250,8 +252,9 @@ std::vector<Tensor> trace_cond_below_transforms(const HigherOrderOperator& op, c
 std::vector<Tensor> trace_while_loop_below_transforms(const HigherOrderOperator& op,
                                                       const HopArgs& args,
                                                       const HigherOrderRecording& recording) {
-  const Lowering lowering(op, "the number of iterations is read from this run's values, and under "
-                              "grad a recorded node would need a reverse-mode rule");
+  const Lowering lowering(op, "the number of iterations is read from this run's values, and reverse "
+                              "mode through a recorded while_loop is not defined (nor in JAX); a "
+                              "loop of known length is a scan, which unrolls under grad");
   const char* name = op.name().c_str();
   const ArgNames names{"carry"};
   HopArgs lowered;

@@ -9,7 +9,8 @@ namespace {
 
 // Inline at every key (Note [Control flow runs inline under grad, jvp and vmap]).
 // A per-lane predicate runs the body while any lane continues; finished lanes
-// keep their carry.
+// keep their carry. Inside a ShapesOnlyScope the carry is returned after one
+// check of the predicate.
 std::vector<Tensor> run_while_loop(const HigherOrderOperator& op, const HopArgs& args) {
   const FlatFn& cond_fn = args.fns[0];
   const FlatFn& body_fn = args.fns[1];
@@ -18,6 +19,7 @@ std::vector<Tensor> run_while_loop(const HigherOrderOperator& op, const HopArgs&
   std::vector<Tensor> carry = args.operands;
   while (true) {
     const Tensor pred = predicate_of(name, call_without_writes(name, "cond_fn", cond_fn, carry, names));
+    if (ShapesOnlyScope::active()) return carry;
     const std::optional<bool> go_on = concrete_predicate(pred);
     if (go_on ? !*go_on : !any_lane(pred)) return carry;
     std::vector<Tensor> next = go_on ? call_without_writes(name, "body_fn", body_fn, carry, names)

@@ -83,6 +83,13 @@ std::vector<ValueType> value_types_of(const std::vector<Tensor>& tensors) {
   return types;
 }
 
+void fail_needs_data(const char* op, const char* fn_name, const Error& cause) {
+  STRATA_FAIL(op, "over a length-0 dim ", fn_name,
+              " runs once without data (fake tensors: shapes only) to give its results their "
+              "shapes, and it raised there; one that reads values (an item()) cannot run so: "
+              "give it at least one step. The error: ", cause.what());
+}
+
 void refuse_trace_under_transform(const HigherOrderOperator& op, const char* why) {
   STRATA_FAIL(op.name().c_str(), "cannot be recorded by trace() inside a transform (",
               describe_layer_stack(), "): ", why,
@@ -108,8 +115,13 @@ std::vector<Tensor> HigherOrderRecording::unrecorded(
 }
 
 TracedFn HigherOrderRecording::trace(const char* fn_name, const FlatFn& fn,
-                                     const std::vector<Tensor>& inputs) const {
-  auto child = std::make_shared<GraphRecorder>(recorder_->options_);
+                                     const std::vector<Tensor>& inputs, bool without_data) const {
+  TraceOptions fake_options;
+  if (without_data) {
+    fake_options = recorder_->options_;
+    fake_options.mode = TraceMode::Fake;
+  }
+  auto child = std::make_shared<GraphRecorder>(without_data ? fake_options : recorder_->options_);
   child->parent_ = recorder_.get();
   TracedFn traced;
   {
@@ -118,7 +130,12 @@ TracedFn HigherOrderRecording::trace(const char* fn_name, const FlatFn& fn,
     std::vector<Tensor> arguments;
     arguments.reserve(inputs.size());
     for (const Tensor& x : inputs) arguments.push_back(child->add_input(x));
-    traced.outputs = fn(arguments);
+    try {
+      traced.outputs = fn(arguments);
+    } catch (const Error& e) {
+      if (without_data) fail_needs_data(op_.name().c_str(), fn_name, e);
+      throw;
+    }
     for (const Tensor& t : traced.outputs) child->add_output(t);
   }
   traced.captures = std::move(child->captures_);

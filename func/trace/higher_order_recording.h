@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "func/trace/graph.h"
+#include "tensor/error.h"
 #include "transforms/higher_order_op.h"
 
 // What a higher-order operator's Trace implementation uses to record its call
@@ -39,7 +40,10 @@ class HigherOrderRecording {
   // Runs fn once on `inputs` (the operator's example arguments for it),
   // recording its ops into a new subgraph. Throws if fn writes one of its
   // inputs or captured tensors in place; `fn_name` names it in the message.
-  TracedFn trace(const char* fn_name, const FlatFn& fn, const std::vector<Tensor>& inputs) const;
+  // `without_data`: on fakes (TraceMode::Fake) whatever the trace's mode, for
+  // a scan over a length-0 dim (Note [A length-0 scan runs no step]).
+  TracedFn trace(const char* fn_name, const FlatFn& fn, const std::vector<Tensor>& inputs,
+                 bool without_data = false) const;
   // f's results with the trace not recording (example arguments sliced from operands).
   std::vector<Tensor> unrecorded(const std::function<std::vector<Tensor>()>& f) const;
   // Adds the node (args' operands and attrs, fns as subgraphs) and returns its
@@ -56,6 +60,10 @@ class HigherOrderRecording {
 // Throws: `op` cannot be recorded under trace inside a transform; `why` says
 // what would make the graph depend on this run's data.
 [[noreturn]] void refuse_trace_under_transform(const HigherOrderOperator& op, const char* why);
+
+// Throws: `fn_name`, run without data for a length-0 scan or map, raised
+// `cause` (reading a fake tensor's values, or an error of its own).
+[[noreturn]] void fail_needs_data(const char* op, const char* fn_name, const Error& cause);
 
 std::vector<ValueType> value_types_of(const std::vector<Tensor>& tensors);
 

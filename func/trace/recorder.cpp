@@ -46,7 +46,13 @@ int64_t GraphRecorder::value_of(const Tensor& t) {
 const Tensor& GraphRecorder::add_input(const Tensor& leaf) {
   STRATA_CHECK(leaf.defined(), "trace", "an input leaf is an undefined tensor");
   const int64_t id = graph_.add_input(leaf);
-  if (options_.mode == TraceMode::Real && ids_.bind_borrowed_if_new(leaf, id)) return leaf;
+  // A subgraph's argument is always an alias: the function may also capture
+  // the operand it was passed (a while_loop body reading the tensor that
+  // started its carry), and that capture must stay the enclosing value, not
+  // become the argument (which a later iteration rebinds).
+  if (options_.mode == TraceMode::Real && parent_ == nullptr && ids_.bind_borrowed_if_new(leaf, id)) {
+    return leaf;
+  }
   Tensor& traced = replaced_inputs_.emplace_front(
       options_.mode == TraceMode::Fake ? make_fake(value_type_of(leaf)) : alias_of(leaf));
   // A wrapped number keeps its place in type promotion (a Python-style scalar).

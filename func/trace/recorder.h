@@ -45,7 +45,8 @@ class GraphRecorder : public DispatchMode {
   // A placeholder for one input leaf; returns the tensor the traced function
   // gets for it: the leaf itself, which the caller keeps alive while the trace
   // runs (the recorder borrows it), or a fake one in fake mode, or an alias of a
-  // leaf passed twice (so each is its own input), which the recorder keeps.
+  // leaf passed twice (so each is its own input) or of a subgraph's argument
+  // (so a capture of the same tensor stays a capture), which the recorder keeps.
   const Tensor& add_input(const Tensor& leaf);
   void add_output(const Tensor& leaf);
   Graph take_graph() { return std::move(graph_); }

@@ -12,7 +12,8 @@ const char* name(OpKind kind) {
   static const char* const names[kNumOpKinds] = {
       "exp(tanh)", "sin", "square",   "sigmoid",   "add",  "sub",
       "mul",       "div", "mul(sum)", "mul(mean)", "add_", "mul_ through a view", "sum(0, keepdim)",
-      "cond",      "while_loop", "scan", "map"};
+      "cond",      "while_loop", "scan", "map", "cond (capturing)", "while_loop (capturing)",
+      "scan (capturing)", "map (capturing)"};
   return names[static_cast<int>(kind)];
 }
 
@@ -38,7 +39,8 @@ Shape result_shape(const Instruction& in, const Shape& a, const Shape& b) {
     case OpKind::Sub:
     case OpKind::Mul:
     case OpKind::DivSafe:
-    case OpKind::Cond: return broadcast(a, b);
+    case OpKind::Cond:
+    case OpKind::CondCapture: return broadcast(a, b);
     case OpKind::SumKeep: {
       Shape out = a;
       if (!out.empty()) out[0] = 1;
@@ -116,7 +118,7 @@ Program random_program(std::mt19937_64& rng) {
     Instruction in{kind, static_cast<int>(rng() % n), static_cast<int>(rng() % n)};
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) std::swap(in.a, in.b);
     if (!in_place_fits(in.kind, registers[in.a], registers[in.b])) in.kind = OpKind::Mul;
-    if ((in.kind == OpKind::Scan || in.kind == OpKind::Map) && registers[in.a].empty()) {
+    if (steps_along_a_dim(in.kind) && registers[in.a].empty()) {
       in.kind = OpKind::Sin;
     }
     registers.push_back(result_shape(in, registers[in.a], registers[in.b]));
@@ -159,10 +161,47 @@ Tensor map_op(const Tensor& a) {
   return map([](const Tensor& row) { return row.sin() * row.sum(); }, a);
 }
 
+Tensor cond_capture_op(const Tensor& a, const Tensor& b) {
+  return cond(
+      a.sum() > b.sum() * 0.5, [&b](const Tensor& u) { return u * b; },
+      [&b](const Tensor& u) { return u - b.sin(); }, a);
+}
+
+Tensor while_loop_capture_op(const Tensor& a, const Tensor& b) {
+  using Carry = std::pair<Tensor, Tensor>;
+  const Carry last = while_loop(
+      [](const Carry& c) {
+        return (c.first < 1.0) || ((c.first < 2.0) && (c.second.sum() > 0.0));
+      },
+      [&b](const Carry& c) {
+        return Carry{c.first + 1.0, c.second.sin() * 0.9 + b.sum() * 0.1};
+      },
+      Carry{zeros({}, a.dtype()), a});
+  return last.second;
+}
+
+Tensor scan_capture_op(const Tensor& a, const Tensor& b) {
+  auto [last, ys] = scan(
+      [&b](const Tensor& c, const Tensor& x) {
+        const Tensor s = b.sum().tanh();
+        return std::pair{c * 0.5 + x.sin() * s, c * x + s};
+      },
+      a.sum({0}) * 0.5, a);
+  return ys + last;
+}
+
+Tensor map_capture_op(const Tensor& a, const Tensor& b) {
+  return map([&b](const Tensor& row) { return row.sin() * b.sum().tanh(); }, a);
+}
+
+bool steps_along_a_dim(OpKind kind) {
+  return kind == OpKind::Scan || kind == OpKind::Map || kind == OpKind::ScanCapture ||
+         kind == OpKind::MapCapture;
+}
+
 bool steps_along_a_dim(const Program& p) {
-  return std::any_of(p.code.begin(), p.code.end(), [](const Instruction& in) {
-    return in.kind == OpKind::Scan || in.kind == OpKind::Map;
-  });
+  return std::any_of(p.code.begin(), p.code.end(),
+                     [](const Instruction& in) { return steps_along_a_dim(in.kind); });
 }
 
 int64_t num_elements(const std::vector<int64_t>& shape) {
@@ -209,6 +248,10 @@ Tensor run(const Program& p, const Tensor& x, const Tensor& y) {
       case OpKind::WhileLoop: r.push_back(while_loop_op(a, b)); break;
       case OpKind::Scan: r.push_back(scan_op(a)); break;
       case OpKind::Map: r.push_back(map_op(a)); break;
+      case OpKind::CondCapture: r.push_back(cond_capture_op(a, b)); break;
+      case OpKind::WhileCapture: r.push_back(while_loop_capture_op(a, b)); break;
+      case OpKind::ScanCapture: r.push_back(scan_capture_op(a, b)); break;
+      case OpKind::MapCapture: r.push_back(map_capture_op(a, b)); break;
     }
   }
   return r.back();
@@ -219,7 +262,7 @@ std::string to_cpp(const Program& p) {
   const bool control_flow = std::any_of(p.code.begin(), p.code.end(), [](const Instruction& in) {
     return in.kind >= OpKind::Cond;
   });
-  if (control_flow) out << "// cond_op, while_loop_op, scan_op, map_op: copy them from tests/fuzz/program.cpp\n";
+  if (control_flow) out << "// cond_op, while_loop_op, scan_op, map_op, *_capture_op: copy them from tests/fuzz/program.cpp\n";
   out << "// inputs x of shape " << shape_string(p.shape) << ", y of shape "
       << shape_string(p.y_shape) << "\n";
   out << "auto f = [](const Tensor& x, const Tensor& y) {\n";
@@ -263,6 +306,12 @@ std::string to_cpp(const Program& p) {
       case OpKind::WhileLoop: out << "r.push_back(while_loop_op(" << a << ", " << b << "));"; break;
       case OpKind::Scan: out << "r.push_back(scan_op(" << a << "));"; break;
       case OpKind::Map: out << "r.push_back(map_op(" << a << "));"; break;
+      case OpKind::CondCapture: out << "r.push_back(cond_capture_op(" << a << ", " << b << "));"; break;
+      case OpKind::WhileCapture:
+        out << "r.push_back(while_loop_capture_op(" << a << ", " << b << "));";
+        break;
+      case OpKind::ScanCapture: out << "r.push_back(scan_capture_op(" << a << ", " << b << "));"; break;
+      case OpKind::MapCapture: out << "r.push_back(map_capture_op(" << a << ", " << b << "));"; break;
     }
     out << "\n";
   }

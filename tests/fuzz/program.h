@@ -34,8 +34,13 @@ enum class OpKind : uint8_t {
   WhileLoop,  // a carried through sin(v) * 0.9 + 0.1 * b.sum(), 1 or 2 times (v.sum() > 0)
   Scan,       // a scan over a's dim 0 (a not 0-dim): carry c * 0.5 + sin(x), ys c * x; ys + last
   Map,        // map over a's dim 0 (a not 0-dim) of sin(row) * row.sum()
+  // Control flow whose functions capture b instead of taking it as an operand:
+  CondCapture,   // cond(a.sum() > b.sum() * 0.5, u * b, u - sin(b)) on operand a
+  WhileCapture,  // as WhileLoop, the carry (steps, value) and b read by the body
+  ScanCapture,   // as Scan with s = tanh(b.sum()): the carry c * 0.5 + sin(x) * s, ys c * x + s
+  MapCapture,    // map over a's dim 0 of sin(row) * tanh(b.sum())
 };
-inline constexpr int kNumOpKinds = 17;
+inline constexpr int kNumOpKinds = 21;
 
 struct Instruction {
   OpKind kind;
@@ -62,14 +67,19 @@ std::vector<int64_t> output_shape(const Program& p);
 Tensor run(const Program& p, const Tensor& x, const Tensor& y);
 // The program as C++ a regression test can paste.
 std::string to_cpp(const Program& p);
-// The control-flow instructions (OpKind::Cond, WhileLoop, Scan, Map); a
-// reproducer that uses one copies it from program.cpp.
+// The control-flow instructions (OpKind::Cond to MapCapture); a reproducer
+// that uses one copies it from program.cpp.
 Tensor cond_op(const Tensor& a, const Tensor& b);
 Tensor while_loop_op(const Tensor& a, const Tensor& b);
 Tensor scan_op(const Tensor& a);
 Tensor map_op(const Tensor& a);
-// Whether p steps along a dim of its register (scan, map).
+Tensor cond_capture_op(const Tensor& a, const Tensor& b);
+Tensor while_loop_capture_op(const Tensor& a, const Tensor& b);
+Tensor scan_capture_op(const Tensor& a, const Tensor& b);
+Tensor map_capture_op(const Tensor& a, const Tensor& b);
+// Whether p steps along a dim of its register (scan, map), or an instruction of the kind does.
 bool steps_along_a_dim(const Program& p);
+bool steps_along_a_dim(OpKind kind);
 // Program names for the report: "exp", "add_", ...
 const char* name(OpKind kind);
 

@@ -49,9 +49,16 @@ std::string trace_replay_vs_eager(const Program& p, std::mt19937_64& rng) {
     if (stack == 2) return grad(loss)(a, b);
     return program(a, b);
   };
+  // Bitwise, except the gradient of a program with a cond: its recorded
+  // backward is a cond of the branches' vjps (Note [Control flow traced inside
+  // grad]), whose gradients reach an input apart from the rest, so a register
+  // used by the cond and elsewhere sums its gradients in another order.
+  const bool has_cond = std::any_of(p.code.begin(), p.code.end(), [](const Instruction& in) {
+    return in.kind == OpKind::Cond || in.kind == OpKind::CondCapture;
+  });
   return agree(
       "trace replay vs eager", [&] { return trace(f)(x, y)(x2, y2).at(0); },
-      [&] { return f(x2, y2); }, 0);
+      [&] { return f(x2, y2); }, stack == 2 && has_cond ? 1e-12 : 0);
 }
 
 // cond with a per-sample predicate under vmap (both branches run, each lane keeps

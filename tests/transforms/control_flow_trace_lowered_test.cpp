@@ -149,14 +149,16 @@ TEST(ControlFlowTraceLowered, InsideJvpTheNodeCarriesTangents) {
   }
 }
 
-TEST(ControlFlowTraceLowered, InsideGradStillRefused) {
+// Inside grad with vmap around it (control_flow_trace_grad_test.cpp has
+// grad alone).
+TEST(ControlFlowTraceLowered, InsideGradAmongOtherLayersStillRefused) {
   const st::Tensor x = st::tensor({0.5, 1.0}, {2});
-  auto loss = [](const st::Tensor& v) { return shared_choice(v, v).sum(); };
-  expect_contains(error_message([&] { st::trace(st::grad(loss))(x); }),
-                  {"strata::cond", "inside a transform", "grad", "reverse-mode rule"});
+  auto loss = [&x](const st::Tensor& v) { return shared_choice(v, x).sum(); };
+  expect_contains(error_message([&] { st::trace(st::vmap(st::grad(loss)))(st::stack({x, -x}, 0)); }),
+                  {"strata::cond", "inside a transform", "grad", "one grad level alone"});
   auto loop_loss = [](const st::Tensor& v) { return grow(v).first.sum(); };
   expect_contains(error_message([&] { st::trace(st::grad(loop_loss))(x); }),
-                  {"strata::while_loop", "inside a transform", "grad"});
+                  {"strata::while_loop", "inside a transform", "grad", "reverse mode"});
 }
 
 }  // namespace
