@@ -8,6 +8,7 @@
 #include "func/grad/grad.h"
 #include "ops/creation.h"
 #include "tensor/error.h"
+#include "transforms/grad/gradient_edge.h"
 #include "transforms/grad/node.h"
 #include "transforms/layer_stack.h"
 #include "transforms/tensor_wrapper.h"
@@ -183,14 +184,6 @@ class TracedCondNode final : public autograd::Node {
   ExplicitBranch branches_[2];
 };
 
-autograd::Edge gradient_edge(const Tensor& t, int64_t level) {
-  const TensorWrapper* w = wrapper_at_level(t, level);
-  if (w == nullptr || !w->autograd().requires_grad) return {};
-  const AutogradMeta& meta = w->autograd();
-  return meta.grad_fn ? autograd::Edge{meta.grad_fn, meta.output_nr}
-                      : autograd::Edge{meta.grad_sink, 0};
-}
-
 }  // namespace
 
 bool traced_under_one_grad() {
@@ -249,24 +242,13 @@ std::vector<Tensor> trace_cond_under_grad(const HigherOrderOperator& op, const H
     const std::vector<ValueType> types = value_types_of(traced[0].outputs);
     outputs = recording.finish(lowered, {std::move(traced[0]), std::move(traced[1])}, types);
   }
-  autograd::EdgeList edges;
-  bool tracked = false;
-  for (const Tensor& t : inputs) {
-    edges.push_back(gradient_edge(t, level));
-    tracked = tracked || edges.back().node;
-  }
+  autograd::EdgeList edges = autograd::gradient_edges(inputs, level);
   std::vector<Tensor> wrapped;
   for (const Tensor& y : outputs) wrapped.push_back(wrap_at_level(y, level));
-  if (!tracked) return wrapped;
+  if (!autograd::any_tracked(edges)) return wrapped;
   auto node = make_intrusive<TracedCondNode>(op, std::move(edges), pred, std::move(below), operands,
                                              outputs, std::move(branches[0]), std::move(branches[1]));
-  for (size_t i = 0; i < wrapped.size(); ++i) {
-    if (!floating(wrapped[i])) continue;
-    AutogradMeta& meta = as_wrapper(wrapped[i])->autograd();
-    meta.requires_grad = true;
-    meta.grad_fn = node;
-    meta.output_nr = static_cast<uint32_t>(i);
-  }
+  autograd::set_grad_fn(wrapped, node);
   return wrapped;
 }
 

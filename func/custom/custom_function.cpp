@@ -4,6 +4,7 @@
 #include "func/custom/custom_internal.h"
 #include "ops/creation.h"
 #include "tensor/error.h"
+#include "transforms/grad/gradient_edge.h"
 #include "transforms/grad/node.h"
 #include "transforms/layer_stack.h"
 #include "transforms/tensor_wrapper.h"
@@ -86,22 +87,9 @@ class CustomNode final : public autograd::Node {
   std::vector<uint32_t> versions_;
 };
 
-autograd::Edge gradient_edge(const Tensor& t, int64_t level) {
-  const TensorWrapper* w = wrapper_at_level(t, level);
-  if (w == nullptr || !w->autograd().requires_grad) return {};
-  const AutogradMeta& meta = w->autograd();
-  return meta.grad_fn ? autograd::Edge{meta.grad_fn, meta.output_nr}
-                      : autograd::Edge{meta.grad_sink, 0};
-}
-
 std::vector<Tensor> call_at_grad_level(const FunctionPtr& f, const std::vector<Tensor>& inputs,
                                        int64_t level) {
-  autograd::EdgeList edges;
-  bool tracked = false;
-  for (const Tensor& t : inputs) {
-    edges.push_back(gradient_edge(t, level));
-    tracked = tracked || edges.back().node;
-  }
+  autograd::EdgeList edges = autograd::gradient_edges(inputs, level);
   std::vector<Tensor> below = unwrap_all(inputs, level);
   std::vector<Tensor> outputs;
   {
@@ -109,15 +97,9 @@ std::vector<Tensor> call_at_grad_level(const FunctionPtr& f, const std::vector<T
     outputs = call(f, below);
   }
   std::vector<Tensor> wrapped = wrap_all(outputs, level);
-  if (!tracked) return wrapped;
+  if (!autograd::any_tracked(edges)) return wrapped;
   auto node = make_intrusive<CustomNode>(f, std::move(edges), std::move(below), std::move(outputs));
-  for (size_t i = 0; i < wrapped.size(); ++i) {
-    if (!wrapped[i].defined() || !is_floating_point(wrapped[i].dtype())) continue;
-    AutogradMeta& meta = as_wrapper(wrapped[i])->autograd();
-    meta.requires_grad = true;
-    meta.grad_fn = node;
-    meta.output_nr = static_cast<uint32_t>(i);
-  }
+  autograd::set_grad_fn(wrapped, node);
   return wrapped;
 }
 

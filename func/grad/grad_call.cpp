@@ -3,6 +3,7 @@
 #include "func/grad/engine.h"
 #include "ops/creation.h"
 #include "tensor/error.h"
+#include "transforms/grad/gradient_edge.h"
 #include "transforms/grad/grad_interpreter.h"
 #include "transforms/grad/node.h"
 #include "transforms/tensor_wrapper.h"
@@ -55,9 +56,8 @@ std::vector<Tensor> GradCall::backward(const std::vector<Tensor>& outputs,
   for (size_t i = 0; i < outputs.size(); ++i) {
     TensorWrapper* w = wrapper_at_level(outputs[i], level());
     if (w == nullptr || !w->autograd().requires_grad) continue;
-    const AutogradMeta& meta = w->autograd();
     // An output that is itself an input leaf: its gradient goes straight to the sink.
-    roots.push_back(meta.grad_fn ? Edge{meta.grad_fn, meta.output_nr} : Edge{meta.grad_sink, 0});
+    roots.push_back(autograd::gradient_edge(w->autograd()));
     root_grads.push_back(cotangents[i]);
   }
   std::vector<const Node*> sinks;

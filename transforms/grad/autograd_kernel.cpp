@@ -3,6 +3,7 @@
 #include "dispatcher/library.h"
 #include "tensor/error.h"
 #include "transforms/grad/formula_node.h"
+#include "transforms/grad/gradient_edge.h"
 #include "transforms/grad/grad_interpreter.h"
 #include "transforms/grad/no_grad.h"
 #include "transforms/jvp/forward_call.h"
@@ -26,13 +27,6 @@ const DynamicLayer& current_autodiff_layer(const char* op) {
   STRATA_CHECK(kind == TransformKind::Grad || kind == TransformKind::Jvp, op,
                "internal: Autograd kernel reached with ", describe_layer_stack(), " on top");
   return top;
-}
-
-// The edge a gradient for a wrapper that requires grad flows along: its grad_fn,
-// or for an input leaf, its sink (made by GradCall::enter).
-Edge gradient_edge(const TensorWrapper& w) {
-  const AutogradMeta& meta = w.autograd();
-  return meta.grad_fn ? Edge{meta.grad_fn, meta.output_nr} : Edge{meta.grad_sink, 0};
 }
 
 std::string argument_description(const OperatorHandle& op, size_t arg, const Tensor& t) {
@@ -73,7 +67,7 @@ void collect_slots(const Stack& stack, size_t first, size_t nargs, int64_t level
     meta.device = t.device();
     if (requires_grad_at(t, level)) {
       meta.needs_grad = true;
-      edge = gradient_edge(*wrapper_at_level(t, level));
+      edge = gradient_edge(wrapper_at_level(t, level)->autograd());
       if (arg < 32) call.needs_grad_args |= uint32_t{1} << arg;
     }
   };

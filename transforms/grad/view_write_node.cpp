@@ -1,5 +1,7 @@
 #include "transforms/grad/view_write_node.h"
 
+#include "transforms/grad/gradient_edge.h"
+
 #include "transforms/view_tracking.h"
 
 namespace strata::autograd {
@@ -24,7 +26,7 @@ void rebase_history(TensorWrapper& written) {
   AutogradMeta& meta = base->autograd();
   EdgeList edges;
   if (meta.requires_grad) {
-    edges.push_back(meta.grad_fn ? Edge{meta.grad_fn, meta.output_nr} : Edge{meta.grad_sink, 0});
+    edges.push_back(gradient_edge(meta));
   } else {
     edges.emplace_back();
   }
