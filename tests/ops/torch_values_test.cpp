@@ -6,7 +6,9 @@
 // softmax(q k^T / sqrt(E) + mask) v it defines.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <initializer_list>
+#include <vector>
 
 #include "strata/strata.h"
 #include "tests/test_support.h"
@@ -83,15 +85,26 @@ TEST(Atan2TorchValues, AllFourQuadrantsAndBothGradients) {
                           {6}));
 }
 
-// x = torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.7, 1.2, 2.7]); torch.floor(x),
-// torch.ceil(x), torch.round(x) (halves to even), and grad((f(x) * (A(9) + 1)).sum(), x)
+// x = torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.7, 1.2, 2.7]); w = A(9) + 1
+// y = f(x); torch.autograd.grad((y * w).sum(), x) for f in torch.floor, torch.ceil,
+// torch.round (halves to even; zeros keep their sign)
 TEST(RoundingTorchValues, FloorCeilRoundHalfToEvenAndZeroGradients) {
   const Tensor x = st::tensor({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.7, 1.2, 2.7}, {9});
   const Tensor w = A(9) + 1;
   auto dx = [&](auto f) { return st::grad([&](const Tensor& t) { return (f(t) * w).sum(); })(x); };
-  EXPECT_TRUE(torch_close(x.floor(), {-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, -1.0, 1.0, 2.0}, {9}));
-  EXPECT_TRUE(torch_close(x.ceil(), {-2.0, -1.0, -0.0, 1.0, 2.0, 3.0, -0.0, 2.0, 3.0}, {9}));
-  EXPECT_TRUE(torch_close(x.round(), {-2.0, -2.0, -0.0, 0.0, 2.0, 2.0, -1.0, 1.0, 3.0}, {9}));
+  // Values and the sign of each zero (torch gives -0.0 for round(-0.5) and ceil(-0.7)).
+  auto expect_torch = [](const Tensor& y, std::initializer_list<double> torch) {
+    EXPECT_TRUE(torch_close(y, torch, {9}));
+    const std::vector<double> got = y.to_vector<double>();
+    size_t i = 0;
+    for (double expected : torch) {
+      EXPECT_EQ(std::signbit(got.at(i)), std::signbit(expected)) << "element " << i;
+      ++i;
+    }
+  };
+  expect_torch(x.floor(), {-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, -1.0, 1.0, 2.0});
+  expect_torch(x.ceil(), {-2.0, -1.0, -0.0, 1.0, 2.0, 3.0, -0.0, 2.0, 3.0});
+  expect_torch(x.round(), {-2.0, -2.0, -0.0, 0.0, 2.0, 2.0, -1.0, 1.0, 3.0});
   EXPECT_TRUE(torch_close(dx([](const Tensor& t) { return t.floor(); }),
                           {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, {9}));
   EXPECT_TRUE(torch_close(dx([](const Tensor& t) { return t.ceil(); }),
