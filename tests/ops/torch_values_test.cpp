@@ -63,6 +63,27 @@ TEST(ActivationTorchValues, SiluGeluAndTanhGelu) {
                           {6}));
 }
 
+// x = torch.tensor([-800., -40, -10, 10, 40, 800]); y = f(x); torch.autograd.grad(y.sum(), x)
+// (torch's gelu(-10) is -0.0 where x * Phi(x) is about -8e-23: within the absolute 1e-13)
+TEST(ActivationTorchValues, ExtremeInputsStayFinite) {
+  const Tensor x = st::tensor({-800, -40, -10, 10, 40, 800}, {6});
+  auto dx = [&](auto f) { return st::grad([&](const Tensor& t) { return f(t).sum(); })(x); };
+  auto silu = [](const Tensor& t) { return nn::silu(t); };
+  auto gelu = [](const Tensor& t) { return nn::gelu(t); };
+  auto gelu_tanh = [](const Tensor& t) { return nn::gelu(t, "tanh"); };
+  EXPECT_TRUE(torch_close(
+      silu(x),
+      {-0.0, -1.6993417021166355e-16, -0.0004539786870243439, 9.999546021312975, 40.0, 800.0},
+      {6}));
+  EXPECT_TRUE(torch_close(
+      dx(silu),
+      {-0.0, -1.6568581595637197e-16, -0.00040856020865708237, 1.0004085602086568, 1.0, 1.0}, {6}));
+  EXPECT_TRUE(torch_close(gelu(x), {-0.0, -0.0, -0.0, 10.0, 40.0, 800.0}, {6}));
+  EXPECT_TRUE(torch_close(dx(gelu), {0.0, 0.0, -7.694598626706419e-22, 1.0, 1.0, 1.0}, {6}));
+  EXPECT_TRUE(torch_close(gelu_tanh(x), {-0.0, -0.0, -0.0, 10.0, 40.0, 800.0}, {6}));
+  EXPECT_TRUE(torch_close(dx(gelu_tanh), {0.0, 0.0, 0.0, 1.0, 1.0, 1.0}, {6}));
+}
+
 // a = torch.sin(A(6) * 1.3 + 0.2); b = torch.cos(A(6) * 0.9 - 1); w = A(6) + 1
 // y = torch.atan2(a, b); torch.autograd.grad((y * w).sum(), (a, b))
 TEST(Atan2TorchValues, AllFourQuadrantsAndBothGradients) {
@@ -148,6 +169,29 @@ TEST(GroupNormTorchValues, TwoGroupsWithWeightAndBias) {
       db, {5.108545034480207, -1.5474298690847845, -5.327466751912361, 0.7937296890687706}, {4}));
 }
 
+// x = (torch.sin(A(16) * 1.1 + 0.2) * 3).view(1, 4, 2, 2); y = F.group_norm(x, 4)
+// torch.autograd.grad((y * torch.cos(A(16) * 0.7).view(1, 4, 2, 2)).sum(), x)
+TEST(GroupNormTorchValues, OneGroupPerChannelWithoutAffine) {
+  const Tensor x = ((A(16) * 1.1 + 0.2).sin() * 3).view({1, 4, 2, 2});
+  const Tensor w = (A(16) * 0.7).cos().view({1, 4, 2, 2});
+  EXPECT_TRUE(torch_close(
+      nn::group_norm(x, 4),
+      {-0.3470718371020025, 1.1869346289693403, 0.6091518600915148, -1.449014651958853,
+       -1.2328231037667055, -0.6760188028398347, 0.6371670804125865, 1.2716748261939537,
+       1.50798191579534, -0.507669228702749, -1.1958333427563563, 0.1955206556637657,
+       0.7290478925764389, 1.0104773994437641, -0.1862272879037846, -1.5532980041164184},
+      {1, 4, 2, 2}));
+  const Tensor dx =
+      st::grad([&](const Tensor& x_) { return (nn::group_norm(x_, 4) * w).sum(); })(x);
+  EXPECT_TRUE(torch_close(
+      dx,
+      {0.5104878285309622, -0.0045677485708201515, -0.26746323380995474, -0.23845684615018742,
+       0.055860854942453964, -0.042001905617379376, -0.09156360414617176, 0.07770465482109717,
+       0.11913781061121531, 0.19600923364876854, 0.013319845649139073, -0.328466889909123,
+       0.1332457551755868, -0.05897513153091882, -0.11185550612525369, 0.037584882480585724},
+      {1, 4, 2, 2}));
+}
+
 // x = (torch.sin(A(12) * 0.9 + 0.1) * 1.5 + 0.2).view(3, 2, 2); rm = [0.5, -0.5]; rv = [2., 0.5]
 // g = [0.7, 1.3]; b = [0.2, -0.1]; w = torch.cos(A(12) * 0.5).view(3, 2, 2)
 // y = F.batch_norm(x, rm, rv, g, b, training=True, momentum=0.3); rm, rv;
@@ -209,6 +253,29 @@ TEST_F(BatchNormTorchValues, EvalUsesRunningStatsAndLeavesThemAlone) {
   EXPECT_TRUE(torch_close(db, {-0.2041473104980951, -0.3230777166009129}, {2}));
   EXPECT_TRUE(torch_close(rm, {0.5006708325665827, -0.2549469223562448}, {2}));
   EXPECT_TRUE(torch_close(rv, {1.8523598352898065, 0.6038604870297055}, {2}));
+}
+
+// x = (torch.sin(A(12) * 0.6 + 0.4) * 2).view(4, 3); y = F.batch_norm(x, None, None, training=True)
+// torch.autograd.grad((y * torch.cos(A(12) * 0.3).view(4, 3)).sum(), x)
+TEST(BatchNormTorchValues2d, TrainingOnRowsWithoutStatsOrAffine) {
+  const Tensor x = ((A(12) * 0.6 + 0.4).sin() * 2).view({4, 3});
+  const Tensor w = (A(12) * 0.3).cos().view({4, 3});
+  auto bn = [](const Tensor& t) {
+    return nn::batch_norm(t, std::nullopt, std::nullopt, {}, {}, true);
+  };
+  EXPECT_TRUE(torch_close(
+      bn(x),
+      {0.6262260568488991, 1.143188624718975, 1.1707984472343935, 1.290136235721307,
+       0.3879395267687684, -0.5179120947958993, -1.1896353570978169, -1.5933393314854651,
+       -1.3627466213325665, -0.7267269354723894, 0.06221117999772175, 0.7098602688940725},
+      {4, 3}));
+  const Tensor dx = st::grad([&](const Tensor& x_) { return (bn(x_) * w).sum(); })(x);
+  EXPECT_TRUE(torch_close(
+      dx,
+      {0.40290490579947064, 0.3243496935694151, 0.4517184599686352, -0.20650203205654027,
+       0.16033721289212344, 0.2944264229384684, 0.27783756351916306, 0.24332262150044207,
+       -0.07395425422161454, -0.4742404372620935, -0.7280095279619806, -0.6721906286854891},
+      {4, 3}));
 }
 
 // q = torch.sin(A(6) * 0.8 + 0.1).view(1, 3, 2); k = torch.cos(A(8) * 0.6).view(1, 4, 2)
@@ -297,6 +364,19 @@ TEST_F(AttentionTorchValues, AdditiveMask) {
       {0.3745540621136608, 0.054816822869738935, -0.27357478739269714, 0.38268020572567085,
        0.14333768208915476, -0.11863470983945809, -0.013001633367748566, -0.060338243600927544,
        -0.09814877188716854, -0.11926859553615547, -0.1881771303250282, -0.2273766338754064});
+}
+
+// m = torch.sin(A(12) * 1.7).view(3, 4) as above; torch.autograd.grad((y * w).sum(), m)
+TEST_F(AttentionTorchValues, AdditiveMaskGradient) {
+  const Tensor dm = st::grad([&](const Tensor& m) {
+    return (nn::scaled_dot_product_attention(q, k, v, m) * w).sum();
+  })((A(12) * 1.7).sin().view({3, 4}));
+  EXPECT_TRUE(torch_close(
+      dm,
+      {-0.6480861189296055, 0.6956329590272705, 0.08693032498126621, -0.1344771650789312,
+       -0.024346025821727613, -0.0051019186703787685, 0.012724243186412465, 0.016723701305693898,
+       0.318416698040021, -0.6640320693993776, -0.18583834243298641, 0.5314537137923431},
+      {3, 4}));
 }
 
 // x = torch.sin(A(28) * 0.37 + 0.2).view(1, 4, 7); k = torch.cos(A(36) * 0.45).view(6, 2, 3)
