@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "strata/strata.h"
