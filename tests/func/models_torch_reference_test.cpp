@@ -42,24 +42,36 @@ double fan_in_scale(const Shape& shape) {
 std::vector<ParamSpec> transformer_specs() {
   using models::kClasses, models::kDim, models::kHidden, models::kSeq, models::kVocab;
   const double s = 1.0 / std::sqrt(static_cast<double>(kDim));
-  return {{"embed", {kVocab, kDim}, 1.0, 0.0},   {"pos", {kSeq, kDim}, 0.1, 0.0},
-          {"ln1.w", {kDim}, 0.1, 1.0},           {"ln1.b", {kDim}, 0.1, 0.0},
-          {"wq", {kDim, kDim}, s, 0.0},          {"wk", {kDim, kDim}, s, 0.0},
-          {"wv", {kDim, kDim}, s, 0.0},          {"wo", {kDim, kDim}, s, 0.0},
-          {"bo", {kDim}, 0.1, 0.0},              {"ln2.w", {kDim}, 0.1, 1.0},
-          {"ln2.b", {kDim}, 0.1, 0.0},           {"w1", {kHidden, kDim}, s, 0.0},
+  return {{"embed", {kVocab, kDim}, 1.0, 0.0},
+          {"pos", {kSeq, kDim}, 0.1, 0.0},
+          {"ln1.w", {kDim}, 0.1, 1.0},
+          {"ln1.b", {kDim}, 0.1, 0.0},
+          {"wq", {kDim, kDim}, s, 0.0},
+          {"wk", {kDim, kDim}, s, 0.0},
+          {"wv", {kDim, kDim}, s, 0.0},
+          {"wo", {kDim, kDim}, s, 0.0},
+          {"bo", {kDim}, 0.1, 0.0},
+          {"ln2.w", {kDim}, 0.1, 1.0},
+          {"ln2.b", {kDim}, 0.1, 0.0},
+          {"w1", {kHidden, kDim}, s, 0.0},
           {"b1", {kHidden}, 0.1, 0.0},
           {"w2", {kDim, kHidden}, 1.0 / std::sqrt(static_cast<double>(kHidden)), 0.0},
-          {"b2", {kDim}, 0.1, 0.0},              {"head.w", {kClasses, kDim}, s, 0.0},
+          {"b2", {kDim}, 0.1, 0.0},
+          {"head.w", {kClasses, kDim}, s, 0.0},
           {"head.b", {kClasses}, 0.1, 0.0}};
 }
 
 std::vector<ParamSpec> gn_cnn_specs() {
-  const std::vector<std::pair<std::string, Shape>> shapes = {
-      {"conv1.weight", {16, 1, 3, 3}}, {"conv1.bias", {16}}, {"gn1.weight", {16}},
-      {"gn1.bias", {16}},              {"conv2.weight", {32, 16, 3, 3}},
-      {"conv2.bias", {32}},            {"gn2.weight", {32}}, {"gn2.bias", {32}},
-      {"fc.weight", {10, 800}},        {"fc.bias", {10}}};
+  const std::vector<std::pair<std::string, Shape>> shapes = {{"conv1.weight", {16, 1, 3, 3}},
+                                                             {"conv1.bias", {16}},
+                                                             {"gn1.weight", {16}},
+                                                             {"gn1.bias", {16}},
+                                                             {"conv2.weight", {32, 16, 3, 3}},
+                                                             {"conv2.bias", {32}},
+                                                             {"gn2.weight", {32}},
+                                                             {"gn2.bias", {32}},
+                                                             {"fc.weight", {10, 800}},
+                                                             {"fc.bias", {10}}};
   std::vector<ParamSpec> specs;
   for (const auto& [name, shape] : shapes) {
     const bool gain = name.starts_with("gn") && name.ends_with("weight");
@@ -79,8 +91,9 @@ models::Params make_params(const std::vector<ParamSpec>& specs) {
   for (size_t k = 0; k < specs.size(); ++k) {
     const ParamSpec& spec = specs[k];
     const Tensor i = arange(numel_of(spec.shape), kFloat64);
-    params.emplace(spec.name, ((i * 0.37 + static_cast<double>(k)).sin() * spec.scale +
-                               spec.offset).reshape(spec.shape));
+    params.emplace(
+        spec.name,
+        ((i * 0.37 + static_cast<double>(k)).sin() * spec.scale + spec.offset).reshape(spec.shape));
   }
   return params;
 }
