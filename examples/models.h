@@ -15,6 +15,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace models {
@@ -110,25 +111,38 @@ inline st::Tensor cnn_ghost_loss(const Params& p, const st::Tensor& x, const st:
 // The GroupNorm CNN of differentially private training (BatchNorm would mix the
 // samples): conv 1->16 3x3, GroupNorm(4), conv 16->32 3x3, GroupNorm(8), each
 // with relu and a 2x2 max pool, then fc 800->10.
+inline std::vector<std::pair<std::string, st::Shape>> gn_cnn_param_shapes() {
+  return {{"conv1.weight", {16, 1, 3, 3}},
+          {"conv1.bias", {16}},
+          {"gn1.weight", {16}},
+          {"gn1.bias", {16}},
+          {"conv2.weight", {32, 16, 3, 3}},
+          {"conv2.bias", {32}},
+          {"gn2.weight", {32}},
+          {"gn2.bias", {32}},
+          {"fc.weight", {10, 800}},
+          {"fc.bias", {10}}};
+}
+
+// 1 / sqrt(fan-in) for a weight, 0.1 for a vector.
+inline double fan_in_scale(const st::Shape& shape) {
+  int64_t fan_in = 1;
+  for (size_t d = 1; d < shape.size(); ++d) fan_in *= shape[d];
+  return shape.size() > 1 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.1;
+}
+
+// A GroupNorm's weight starts at 1 (plus the small deterministic values).
+inline bool is_gn_gain(const std::string& name) {
+  return name.starts_with("gn") && name.ends_with("weight");
+}
+
 inline Params gn_cnn_params() {
-  const std::vector<std::pair<std::string, st::Shape>> shapes = {{"conv1.weight", {16, 1, 3, 3}},
-                                                                 {"conv1.bias", {16}},
-                                                                 {"gn1.weight", {16}},
-                                                                 {"gn1.bias", {16}},
-                                                                 {"conv2.weight", {32, 16, 3, 3}},
-                                                                 {"conv2.bias", {32}},
-                                                                 {"gn2.weight", {32}},
-                                                                 {"gn2.bias", {32}},
-                                                                 {"fc.weight", {10, 800}},
-                                                                 {"fc.bias", {10}}};
+  const std::vector<std::pair<std::string, st::Shape>> shapes = gn_cnn_param_shapes();
   Params params;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const auto& [name, shape] = shapes[i];
-    int64_t fan_in = 1;
-    for (size_t d = 1; d < shape.size(); ++d) fan_in *= shape[d];
-    const double scale = shape.size() > 1 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.1;
-    st::Tensor value = det(shape, 0.29 + 0.1 * static_cast<double>(i)) * scale;
-    if (name.starts_with("gn") && name.ends_with("weight")) value = value + 1.0;
+    st::Tensor value = det(shape, 0.29 + 0.1 * static_cast<double>(i)) * fan_in_scale(shape);
+    if (is_gn_gain(name)) value = value + 1.0;
     params.emplace(name, value);
   }
   return params;

@@ -33,12 +33,6 @@ struct ParamSpec {
   double scale, offset;
 };
 
-double fan_in_scale(const Shape& shape) {
-  int64_t fan_in = 1;
-  for (size_t d = 1; d < shape.size(); ++d) fan_in *= shape[d];
-  return shape.size() > 1 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.1;
-}
-
 std::vector<ParamSpec> transformer_specs() {
   using models::kClasses, models::kDim, models::kHidden, models::kSeq, models::kVocab;
   const double s = 1.0 / std::sqrt(static_cast<double>(kDim));
@@ -62,20 +56,9 @@ std::vector<ParamSpec> transformer_specs() {
 }
 
 std::vector<ParamSpec> gn_cnn_specs() {
-  const std::vector<std::pair<std::string, Shape>> shapes = {{"conv1.weight", {16, 1, 3, 3}},
-                                                             {"conv1.bias", {16}},
-                                                             {"gn1.weight", {16}},
-                                                             {"gn1.bias", {16}},
-                                                             {"conv2.weight", {32, 16, 3, 3}},
-                                                             {"conv2.bias", {32}},
-                                                             {"gn2.weight", {32}},
-                                                             {"gn2.bias", {32}},
-                                                             {"fc.weight", {10, 800}},
-                                                             {"fc.bias", {10}}};
   std::vector<ParamSpec> specs;
-  for (const auto& [name, shape] : shapes) {
-    const bool gain = name.starts_with("gn") && name.ends_with("weight");
-    specs.push_back({name, shape, fan_in_scale(shape), gain ? 1.0 : 0.0});
+  for (const auto& [name, shape] : models::gn_cnn_param_shapes()) {
+    specs.push_back({name, shape, models::fan_in_scale(shape), models::is_gn_gain(name) ? 1.0 : 0.0});
   }
   return specs;
 }
