@@ -25,6 +25,12 @@ struct LayerEntry {
   DynamicLayer layer;
   size_t index = 0;  // in LayerStackState::entries
   LocalDispatchKeySet restore;
+  // Whether the layer is entered directly (Note [Layers entered directly]), and
+  // how its push changed the key sets it started from: the keys it added to
+  // the include and exclude sets, and its own keys it took out of the exclude set.
+  bool direct = false;
+  LocalDispatchKeySet direct_added{{}, {}};
+  DispatchKeySet direct_unexcluded;
   bool popped = false;
   // The layer popped before this one (restores come in the reverse order of pops).
   LayerEntry* previous_popped = nullptr;
@@ -103,7 +109,7 @@ PassThrough::Next front_enter(const OperatorHandle& op, DispatchKeySet keys, Dis
   const Interpreter& top = *layer.interpreter;
   if (!top.default_process(op)) return PassThrough::Next::Decline;
   s.front_saved.push_back(local_dispatch_key_set());
-  next = enter_layer(layer, keys) | top.default_process_keys();
+  next = enter_layer(layer, keys);
   return PassThrough::Next::WithKeys;
 }
 
@@ -140,7 +146,9 @@ const bool kTraceContextInstalled = (set_dispatch_trace_context(&describe_layer_
 
 }  // namespace
 
-DispatchKeySet enter_top_layer(DispatchKeySet keys) { return enter_layer(state().top_layer(), keys); }
+DispatchKeySet enter_top_layer(DispatchKeySet keys) {
+  return enter_layer(state().top_layer(), keys);
+}
 
 const char* to_string(TransformKind kind) {
   switch (kind) {
@@ -161,13 +169,6 @@ void Interpreter::process(const OperatorHandle& op, DispatchKeySet keys, Stack& 
 void Interpreter::send_to_next(const OperatorHandle& op, Stack& stack) {
   call_below_top_layer(op, argument_keys(op, stack), stack);
 }
-
-BeforeFrontEntered::BeforeFrontEntered() : entered_(local_dispatch_key_set()) {
-  STRATA_CHECK(!state().front_saved.empty(), "transforms",
-               "internal: no typed call entered the top layer");
-  local_dispatch_key_set() = state().front_saved.back();
-}
-BeforeFrontEntered::~BeforeFrontEntered() { local_dispatch_key_set() = entered_; }
 
 BelowTopLayer::BelowTopLayer() { pop_top_layer(); }
 BelowTopLayer::~BelowTopLayer() { restore_top_layer(); }
@@ -238,13 +239,35 @@ void rethrow_in_transform(const Error& e, const char* transform, const std::stri
 LayerScope::LayerScope(std::shared_ptr<Interpreter> interpreter)
     : level_(g_last_level.fetch_add(1, std::memory_order_relaxed) + 1),
       depth_(state().entries.size()) {
-  const DispatchKeySet hidden = (kAllTransformKeys - interpreter->keys()) | kFront;
+  const DispatchKeySet keys = interpreter->keys();
+  const DispatchKeySet hidden = (kAllTransformKeys - keys) | kFront;
+  const bool direct = interpreter->enters_directly();
   LayerStackState& s = state();
-  s.entries.push_back(
-      {{level_, std::move(interpreter), local_dispatch_key_set(), hidden}, depth_, {}});
-  s.top = &s.entries.back();
+  LocalDispatchKeySet& local = local_dispatch_key_set();
+  // The key sets this layer starts from: without the adjustments of a layer
+  // entered directly below it (Note [Layers entered directly]).
+  LocalDispatchKeySet start = local;
+  if (s.top != nullptr && s.top->direct) {
+    const LayerEntry& below = *s.top;
+    start.included = start.included - below.direct_added.included;
+    start.excluded = (start.excluded - below.direct_added.excluded) | below.direct_unexcluded;
+  }
+  s.entries.push_back({{level_, std::move(interpreter), local, hidden}, depth_, {}});
+  LayerEntry& entry = s.entries.back();
+  s.top = &entry;
   ++s.live;
-  local_dispatch_key_set().included |= kFront;
+  if (direct) {
+    const DispatchKeySet excluded =
+        (start.excluded | (hidden - kFront) | DispatchKeySet(DispatchKey::Mode)) - keys;
+    entry.direct = true;
+    entry.direct_added = {keys - start.included, excluded - start.excluded};
+    entry.direct_unexcluded = start.excluded & keys;
+    local.included = (start.included - kFront) | keys;
+    local.excluded = excluded;
+  } else {
+    local.included = start.included | kFront;
+    local.excluded = start.excluded;
+  }
 }
 
 LayerScope::~LayerScope() { pop(); }

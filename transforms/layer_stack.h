@@ -15,7 +15,8 @@ class OperatorHandle;
 
 // Note [The dynamic layer stack]
 // Each running transform is a layer {level, interpreter}. While the stack is not
-// empty every call carries DynamicLayerFront (thread-local include), whose boxed
+// empty every call carries DynamicLayerFront (thread-local include; but see Note
+// [Layers entered directly]), whose boxed
 // fallback hands the call to the top layer's interpreter. The interpreter runs
 // its own keys' kernels (Autograd for grad, Batched for vmap) with the other
 // transforms' keys excluded, and everything not handled there reaches the
@@ -25,6 +26,19 @@ class OperatorHandle;
 // newer layer has a higher level than every layer below it, and a level is never
 // reused, so a tensor from a finished transform, or from another thread's, can
 // never be mistaken for one of the calling thread's live layers.
+//
+// Note [Layers entered directly]
+// The front fallback exists because the top layer must see a call first,
+// whatever the priority of its key among the tensors' keys. A layer whose
+// interpreter enters_directly() makes that true by the key sets instead: while
+// it is on top the thread includes its own keys, not DynamicLayerFront, and
+// excludes the other transforms' keys and Mode, so its key is the highest of
+// every call and its kernels are reached by one lookup, without the front
+// fallback's pass-through and second lookup. Its kernels then do everything the
+// front fallback would (a boxed fallback at its key calls process()). A layer
+// pushed on top starts from the key sets as they were before the direct
+// layer's adjustments, plus DynamicLayerFront; popping a layer for a call
+// restores the key sets from before it was pushed, as for any layer.
 
 enum class TransformKind : uint8_t { Grad, Jvp, Vmap, Functionalize, Trace };
 const char* to_string(TransformKind kind);
@@ -45,10 +59,10 @@ class Interpreter {
   // its boxing (Note [Pass-through kernels]). An interpreter that overrides
   // process() says here for which ops.
   virtual bool default_process(const OperatorHandle&) const { return true; }
-  // Keys a typed call that skips process() visits even when no argument carries
-  // them: functionalize wraps the results of every op at its level, also of an
-  // op whose arguments all come from outside it.
-  virtual DispatchKeySet default_process_keys() const { return {}; }
+  // Whether calls reach this layer's keys directly while it is on top (Note
+  // [Layers entered directly]): every op then has a kernel at its keys, or
+  // their backend fallback calls process().
+  virtual bool enters_directly() const { return false; }
   // Called by the back fallback with this layer on top: passes the call on to
   // the layers below. The default pops the layer for the call (see call_below_top_layer).
   virtual void send_to_next(const OperatorHandle& op, Stack& stack);
@@ -83,21 +97,6 @@ class BelowTopLayer {
   ~BelowTopLayer();
   BelowTopLayer(const BelowTopLayer&) = delete;
   BelowTopLayer& operator=(const BelowTopLayer&) = delete;
-};
-
-// Inside a typed call that the front fallback handed to the top layer's keys
-// (Note [Pass-through kernels]), restores for a scope the key sets the call had
-// before: a kernel there running a decomposition at the layer, whose parts must
-// each reach the front fallback again, runs it under this.
-class BeforeFrontEntered {
- public:
-  BeforeFrontEntered();
-  ~BeforeFrontEntered();
-  BeforeFrontEntered(const BeforeFrontEntered&) = delete;
-  BeforeFrontEntered& operator=(const BeforeFrontEntered&) = delete;
-
- private:
-  LocalDispatchKeySet entered_;
 };
 
 // Runs `op` on the stack's arguments with the top layer popped and the key sets

@@ -284,11 +284,6 @@ FunctionalizeInterpreter::FunctionalizeInterpreter(Remove remove) : remove_(remo
   register_typed_kernels();
 }
 
-bool FunctionalizeInterpreter::default_process(const OperatorHandle& op) const {
-  return op.entry().has_kernel_for(DispatchKey::Functionalize) && !dispatcher_watched() &&
-         !WriteWatch::watching();
-}
-
 void regenerate(FunctionalTensorWrapper& w, Remove remove) {
   const FunctionalBase& base = *w.base();
   if (!w.is_view()) {

@@ -28,10 +28,9 @@ class FunctionalizeInterpreter final : public Interpreter {
   TransformKind kind() const override { return TransformKind::Functionalize; }
   DispatchKeySet keys() const override { return DispatchKeySet(DispatchKey::Functionalize); }
   void process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) override;
-  // Typed calls of the ops with a typed functionalize kernel skip process()
-  // (Note [Typed functionalize kernels]) while nothing watches the level.
-  bool default_process(const OperatorHandle& op) const override;
-  DispatchKeySet default_process_keys() const override { return keys(); }
+  // Calls reach the Functionalize key's kernels directly (Note [Typed
+  // functionalize kernels]).
+  bool enters_directly() const override { return true; }
 
   Remove remove() const { return remove_; }
 

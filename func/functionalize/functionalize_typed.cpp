@@ -1,12 +1,16 @@
 // Note [Typed functionalize kernels]
-// The functionalize interpreter works on a boxed stack: a typed call reaching it
-// is boxed (a copy of every argument), each wrapper on the stack is replaced by
-// its value (two more reference-count changes), and the stack is unboxed again
-// below the level. For the common signatures (unary, binary, with a Scalar; a
-// view with int arguments) each op row with a backend kernel gets a typed kernel at the
-// Functionalize key instead, which does what process() does for it without a stack:
+// A functionalize layer is entered directly (Note [Layers entered directly]):
+// while it is on top every call's highest key is Functionalize, and every op
+// has a kernel there. The interpreter's process() works on a boxed stack: a
+// typed call reaching it is boxed (a copy of every argument), each wrapper on
+// the stack is replaced by its value (two more reference-count changes), and
+// the stack is unboxed again below the level. For the common signatures
+// (unary, binary, with a Scalar; a view with int arguments) each op row with a
+// backend kernel gets a typed kernel instead, which does what process() does
+// for it without a stack:
 // - an out-of-place op: the arguments of the level read as their synced values
-//   (by reference), the op called below the level, its result wrapped;
+//   (by reference), the op called below the level, its result wrapped (also
+//   when every argument comes from outside the level, as process() does);
 // - an in-place op (returning its first argument): when the write may go into
 //   the root's memory (Note [Writing the root's memory]) and the target's value
 //   is over that memory, the op runs on the values below the level and the base's
@@ -15,15 +19,16 @@
 //   the synced value, wrapped as a view of the argument's root (with views
 //   removed and a layer or mode below, process()); narrow, a composite that is
 //   always one slice, too;
-// The front fallback hands a typed call to these kernels (default_process) only
-// while no dispatch mode and no WriteWatch watches the level, so everything that
-// must see the boxed arguments still does; the Functionalize key is added to the
-// call's keys, so an op whose arguments all come from outside the level still
-// has its result wrapped, as process() does.
+// - an op defined by its decomposition: the decomposition, at the level.
+// While a dispatch mode or a WriteWatch watches, each hands the call to
+// process(), which shows them the boxed arguments. Every other op gets a boxed
+// kernel that calls process(), and ops registered later the key's fallback.
 #include <optional>
 #include <vector>
 
+#include "dispatcher/dispatch_mode.h"
 #include "dispatcher/dispatcher.h"
+#include "dispatcher/library.h"
 #include "dispatcher/op_def.h"
 #include "func/functionalize/functionalize_interpreter.h"
 #include "tensor/error.h"
@@ -46,6 +51,20 @@ FunctionalizeInterpreter& functionalize_on_top(const OperatorHandle& op, const T
   level = top.level;
   return static_cast<FunctionalizeInterpreter&>(*top.interpreter);
 }
+
+// The functionalize layer on top, for a call without a tensor of its level.
+FunctionalizeInterpreter& functionalize_on_top(const OperatorHandle& op) {
+  const bool on_top =
+      !layer_stack_empty() && top_layer("").interpreter->kind() == TransformKind::Functionalize;
+  STRATA_CHECK(on_top, op.operator_name().to_string().c_str(),
+               "reached the Functionalize key with ",
+               layer_stack_empty() ? "no transform running" : describe_layer_stack() + " on top",
+               ": a functionalized tensor was used outside its functionalize call");
+  return static_cast<FunctionalizeInterpreter&>(*top_layer("").interpreter);
+}
+
+// Whether something watches the calls that the level makes: then process().
+bool watched() { return dispatcher_watched() || WriteWatch::watching(); }
 
 // Every typed kernel's signature begins with a tensor.
 template <class... Rest>
@@ -71,8 +90,6 @@ const Tensor& unwrapped(const Tensor& t, int64_t level, Remove remove) {
 template <class... Args>
 Stack call_process(FunctionalizeInterpreter& interpreter, const OperatorHandle& op,
                    DispatchKeySet keys, const Args&... args) {
-  // As the front fallback calls process(): with the key sets from before the call.
-  BeforeFrontEntered before;
   Stack stack;
   stack.reserve(sizeof...(Args));
   (stack.push_back(boxing::to_ivalue(args)), ...);
@@ -86,9 +103,12 @@ template <class... Args>
 struct OutOfPlace<Tensor(Args...)> {
   TypedOperatorHandle<Tensor(Args...)> op;
 
-  Tensor operator()(DispatchKeySet, Args... args) const {
+  Tensor operator()(DispatchKeySet keys, Args... args) const {
     int64_t level = 0;
-    const Remove remove = functionalize_on_top(op, first_tensor(args...), level).remove();
+    FunctionalizeInterpreter& interpreter = functionalize_on_top(op, first_tensor(args...), level);
+    if (watched())
+      return std::move(call_process(interpreter, op, keys, args...).back().to_tensor());
+    const Remove remove = interpreter.remove();
     // Synced with the layer on top, before it is popped for the call.
     const auto values = std::forward_as_tuple(unwrapped(args, level, remove)...);
     Tensor out;
@@ -111,7 +131,8 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
     FunctionalizeInterpreter& interpreter = functionalize_on_top(op, self, level);
     const Remove remove = interpreter.remove();
     FunctionalTensorWrapper* target = functional_at_level(self, level);
-    if (target != nullptr && !target->may_overlap() && writes_in_place(*target->base())) {
+    if (target != nullptr && !target->may_overlap() && !WriteWatch::watching() &&
+        writes_in_place(*target->base())) {
       FunctionalBase& base = *target->base();
       sync(*target, remove);
       const Tensor& value = target->value();
@@ -152,7 +173,7 @@ struct View<Tensor(const Tensor&, Rest...)> {
       BelowTopLayer below;
       return op.call(self, rest...);
     }
-    if (interpreter.remove() == Remove::MutationsAndViews && !only_layer()) {
+    if (watched() || (interpreter.remove() == Remove::MutationsAndViews && !only_layer())) {
       Stack stack = call_process(interpreter, op, keys, self, rest...);
       return std::move(stack.back().to_tensor());
     }
@@ -169,10 +190,9 @@ struct View<Tensor(const Tensor&, Rest...)> {
   }
 };
 
-// An op defined by its decomposition runs it at the level, with the front
-// fallback enabled again, so that the level sees its parts (process() does the
-// same). A view with views removed goes to process(), which keeps the ones with a
-// _copy form whole.
+// An op defined by its decomposition runs it at the level, so that the level
+// sees its parts (process() does the same). A view with views removed goes to
+// process(), which keeps the ones with a _copy form whole.
 template <class Sig>
 struct Decomposed;
 template <class Ret, class... Args>
@@ -191,7 +211,6 @@ struct Decomposed<Ret(Args...)> {
         return std::move(stack.back().to_tensor());
       }
     }
-    BeforeFrontEntered before;
     return decomposition->call<Ret, Args...>(op, DispatchKeySet(DispatchKey::Functionalize),
                                              std::forward<Args>(args)...);
   }
@@ -226,6 +245,12 @@ bool try_register(const OperatorHandle& op, std::vector<RegistrationHandle>& han
       op.operator_name(), DispatchKey::Functionalize, KernelFunction::from_unboxed(kernel),
       "typed functionalize kernel"));
   return true;
+}
+
+// process() for a call with a functionalize layer on top: the kernel of every
+// op without a typed one, and the key's fallback.
+void boxed_process(const OperatorHandle& op, DispatchKeySet keys, Stack& stack) {
+  functionalize_on_top(op).process(op, keys, stack);
 }
 
 template <template <class> class Kernel, class... Sigs>
@@ -277,23 +302,33 @@ void register_all() {
       continue;
     }
     const std::optional<size_t> written = entry.returned_argument_index();
+    bool typed = false;
     if (always_one_view(*op)) {
-      register_view<View>(*op, *handles);
+      typed = register_view<View>(*op, *handles);
     } else if (def->is_composite()) {
-      (void)(register_out_of_place<Decomposed>(*op, *handles) ||
-             register_in_place<Decomposed>(*op, *handles) ||
-             register_view<Decomposed>(*op, *handles));
+      typed = register_out_of_place<Decomposed>(*op, *handles) ||
+              register_in_place<Decomposed>(*op, *handles) ||
+              register_view<Decomposed>(*op, *handles);
     } else if (entry.has_kernel_for(DispatchKey::CompositeImplicitAutograd)) {
-      continue;
+      typed = false;
     } else if (entry.returns_view()) {
-      if (!view_may_overlap(*op)) register_view<View>(*op, *handles);
+      typed = !view_may_overlap(*op) && register_view<View>(*op, *handles);
     } else if (!written) {
-      register_out_of_place<OutOfPlace>(*op, *handles);
+      typed = register_out_of_place<OutOfPlace>(*op, *handles);
     } else if (*written == 0) {
-      register_in_place<InPlace>(*op, *handles);
+      typed = register_in_place<InPlace>(*op, *handles);
+    }
+    // Registered for the op itself, so that a composite op reaches process()
+    // (which may keep it whole) rather than its decomposition.
+    if (!typed) {
+      handles->push_back(Dispatcher::singleton().register_impl(
+          op->operator_name(), DispatchKey::Functionalize,
+          KernelFunction::from_boxed(&boxed_process), "functionalize process()"));
     }
   }
 }
+
+STRATA_LIBRARY_IMPL(_, Functionalize, m) { m.fallback(KernelFunction::from_boxed(&boxed_process)); }
 
 }  // namespace
 
