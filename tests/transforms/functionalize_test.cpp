@@ -306,6 +306,20 @@ TEST(Functionalize, ComposesWithVmapInBothOrders) {
               vmap(grad(&writes_through_views_of_batched))(xs), 1e-10);
 }
 
+// Two functionalize levels around or inside vmap: each is entered directly
+// (Note [Layers entered directly]), and vmap on top of them must still see its
+// batched tensors.
+TEST(Functionalize, NestedLevelsComposeWithVmap) {
+  Tensor xs = sample({4, 2, 3}, 15);
+  std::vector<Tensor> rows;
+  for (int64_t b = 0; b < 4; ++b) rows.push_back(writes_through_views_of_batched(xs.select(0, b)));
+  Tensor expected = stack(rows, 0);
+  const auto f = &writes_through_views_of_batched;
+  expect_same(functionalize(functionalize(vmap(f)))(xs), expected, 1e-10);
+  expect_same(vmap(functionalize(functionalize(f)))(xs), expected, 1e-10);
+  expect_same(functionalize(vmap(functionalize(f)))(xs), expected, 1e-10);
+}
+
 // A batched value written through views of an unbatched tensor made inside f:
 // the write is a select/slice/diagonal_scatter, whose batching rule makes the
 // base batched, as PyTorch's functionalize does. Checked against a loop.

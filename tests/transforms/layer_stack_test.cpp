@@ -1,13 +1,17 @@
 // The dynamic layer stack (transforms/layer_stack.h): a layer popped for a call
 // below it (BelowTopLayer) leaves the stack, a transform started meanwhile is
 // the only layer above the ones still live, and the popped layer comes back
-// with the key sets it had, in the reverse order of the pops.
+// with the key sets it had, in the reverse order of the pops. A layer entered
+// directly (Note [Layers entered directly]) sets its own keys up, and a layer
+// pushed on it starts from the key sets without them.
+#include "transforms/layer_stack.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
-#include "transforms/layer_stack.h"
+#include "dispatcher/local_dispatch_key_set.h"
 
 namespace strata {
 namespace {
@@ -109,6 +113,83 @@ TEST(LayerStack, EndingAScopeRestoresTheKeySetsFromBeforeIt) {
   EXPECT_THROW(top_layer("test"), Error);
   EXPECT_EQ(local_dispatch_key_set().included, before.included);
   EXPECT_EQ(local_dispatch_key_set().excluded, before.excluded);
+}
+
+// A layer with `keys` that enters directly or through the front fallback.
+class KeyedInterpreter final : public Interpreter {
+ public:
+  KeyedInterpreter(DispatchKey key, bool direct) : key_(key), direct_(direct) {}
+  TransformKind kind() const override {
+    return key_ == DispatchKey::Batched ? TransformKind::Vmap : TransformKind::Functionalize;
+  }
+  DispatchKeySet keys() const override { return DispatchKeySet(key_); }
+  bool enters_directly() const override { return direct_; }
+
+ private:
+  DispatchKey key_;
+  bool direct_;
+};
+
+std::shared_ptr<Interpreter> direct_layer() {
+  return std::make_shared<KeyedInterpreter>(DispatchKey::Functionalize, true);
+}
+std::shared_ptr<Interpreter> front_layer() {
+  return std::make_shared<KeyedInterpreter>(DispatchKey::Batched, false);
+}
+
+// The key sets of a direct Functionalize layer pushed on `start`.
+void expect_direct(const LocalDispatchKeySet& start) {
+  const LocalDispatchKeySet& now = local_dispatch_key_set();
+  EXPECT_EQ(now.included, (start.included - kFront) | DispatchKeySet(DispatchKey::Functionalize));
+  EXPECT_EQ(now.excluded,
+            (start.excluded | DispatchKeySet{DispatchKey::Batched, DispatchKey::AutogradCPU,
+                                             DispatchKey::AutogradCUDA, DispatchKey::Mode}) -
+                DispatchKeySet(DispatchKey::Functionalize));
+}
+
+TEST(LayerStack, ALayerEnteredDirectlyIncludesItsKeyAndHidesTheOthers) {
+  const LocalDispatchKeySet before = local_dispatch_key_set();
+  {
+    LayerScope f(direct_layer());
+    expect_direct(before);
+    const LocalDispatchKeySet direct = local_dispatch_key_set();
+    {
+      LayerScope v(front_layer());
+      // As if f had entered through the front fallback: nothing of f's hidden.
+      EXPECT_EQ(local_dispatch_key_set().included, before.included | kFront);
+      EXPECT_EQ(local_dispatch_key_set().excluded, before.excluded);
+      {
+        BelowTopLayer below;
+        EXPECT_EQ(local_dispatch_key_set().included, direct.included);
+        EXPECT_EQ(local_dispatch_key_set().excluded, direct.excluded);
+      }
+      LayerScope f2(direct_layer());
+      expect_direct({before.included | kFront, before.excluded});
+      {
+        // A direct layer on a direct one: undone, the second's adjustments
+        // leave the key sets of the layer below them.
+        LayerScope f3(direct_layer());
+        expect_direct({before.included | kFront, before.excluded});
+        LayerScope v2(front_layer());
+        EXPECT_EQ(local_dispatch_key_set().included, before.included | kFront);
+        EXPECT_EQ(local_dispatch_key_set().excluded, before.excluded);
+      }
+    }
+    EXPECT_EQ(local_dispatch_key_set().included, direct.included);
+    EXPECT_EQ(local_dispatch_key_set().excluded, direct.excluded);
+  }
+  EXPECT_EQ(local_dispatch_key_set().included, before.included);
+  EXPECT_EQ(local_dispatch_key_set().excluded, before.excluded);
+}
+
+TEST(LayerStack, ALayerEnteredDirectlyUnhidesItsOwnKeyAndALayerAboveHidesItAgain) {
+  const ExcludeDispatchKeyGuard hidden(DispatchKey::Functionalize);
+  const LocalDispatchKeySet before = local_dispatch_key_set();
+  LayerScope f(direct_layer());
+  expect_direct(before);
+  LayerScope v(front_layer());
+  EXPECT_TRUE(local_dispatch_key_set().excluded.has(DispatchKey::Functionalize));
+  EXPECT_FALSE(local_dispatch_key_set().included.has(DispatchKey::Functionalize));
 }
 
 }  // namespace
