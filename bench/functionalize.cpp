@@ -37,7 +37,7 @@ constexpr int kRounds = 500;
 
 st::Tensor slice_updates(const st::Tensor& x) {
   st::Tensor y = x.clone();
-  const st::Tensor half = st::tensor({0.5f}, {});
+  const st::Tensor half = st::full({}, 0.5, st::kFloat32);
   for (int i = 0; i < kRounds; ++i) {
     y.narrow(0, (i * 7) % 60, 4).mul_(half).add_(x.narrow(0, i % 60, 4));
   }
