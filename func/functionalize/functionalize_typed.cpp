@@ -63,8 +63,28 @@ FunctionalizeInterpreter& functionalize_on_top(const OperatorHandle& op) {
   return static_cast<FunctionalizeInterpreter&>(*top_layer("").interpreter);
 }
 
-// Whether something watches the calls that the level makes: then process().
-bool watched() { return dispatcher_watched() || WriteWatch::watching(); }
+// How a typed kernel goes on with a call: through process() while a dispatch
+// mode or a WriteWatch watches (they must see the boxed arguments); otherwise
+// below the level, which takes less when it is the only layer (below_level).
+enum class Route : uint8_t { Process, BelowOnlyLayer, BelowPopped };
+Route route() {
+  if (dispatcher_watched() || WriteWatch::watching()) return Route::Process;
+  return layer_stack_depth() == 1 ? Route::BelowOnlyLayer : Route::BelowPopped;
+}
+
+// Runs f below the level on top. With the level the only layer and no mode
+// watching, hiding its key is all that takes: no tensor below carries another
+// transform's key and nothing below reads the layer stack (kernels and the
+// ops they call dispatch by keys alone), so the layer is not popped.
+template <class F>
+decltype(auto) below_level(Route route, F&& f) {
+  if (route == Route::BelowOnlyLayer) {
+    const ExcludeDispatchKeyGuard below(DispatchKey::Functionalize);
+    return f();
+  }
+  BelowTopLayer below;
+  return f();
+}
 
 // Every typed kernel's signature begins with a tensor.
 template <class... Rest>
@@ -106,16 +126,16 @@ struct OutOfPlace<Tensor(Args...)> {
   Tensor operator()(DispatchKeySet keys, Args... args) const {
     int64_t level = 0;
     FunctionalizeInterpreter& interpreter = functionalize_on_top(op, first_tensor(args...), level);
-    if (watched())
+    const Route how = route();
+    if (how == Route::Process) {
       return std::move(call_process(interpreter, op, keys, args...).back().to_tensor());
+    }
     const Remove remove = interpreter.remove();
     // Synced with the layer on top, before it is popped for the call.
     const auto values = std::forward_as_tuple(unwrapped(args, level, remove)...);
-    Tensor out;
-    {
-      BelowTopLayer below;
-      out = std::apply([this](const auto&... v) { return op.call(v...); }, values);
-    }
+    Tensor out = below_level(how, [&] {
+      return std::apply([this](const auto&... v) { return op.call(v...); }, values);
+    });
     return out.defined() ? make_functional(std::move(out), level) : out;
   }
 };
@@ -131,8 +151,10 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
     FunctionalizeInterpreter& interpreter = functionalize_on_top(op, self, level);
     const Remove remove = interpreter.remove();
     FunctionalTensorWrapper* target = functional_at_level(self, level);
-    if (target != nullptr && !target->may_overlap() && !WriteWatch::watching() &&
-        writes_in_place(*target->base())) {
+    // writes_in_place(), with route() read once.
+    const Route how = route();
+    if (target != nullptr && !target->may_overlap() && how == Route::BelowOnlyLayer &&
+        target->base()->held_only_by_family()) {
       FunctionalBase& base = *target->base();
       sync(*target, remove);
       const Tensor& value = target->value();
@@ -140,10 +162,8 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
       if (value.impl()->has_storage() &&
           value.impl()->storage().get() == base.value.impl()->storage().get()) {
         const auto values = std::forward_as_tuple(unwrapped(rest, level, remove)...);
-        {
-          BelowTopLayer below;
-          std::apply([&](const auto&... v) { op.call(value, v...); }, values);
-        }
+        below_level(how,
+                    [&] { std::apply([&](const auto&... v) { op.call(value, v...); }, values); });
         ++base.generation;
         target->mark_current();
         return self;
@@ -173,16 +193,14 @@ struct View<Tensor(const Tensor&, Rest...)> {
       BelowTopLayer below;
       return op.call(self, rest...);
     }
-    if (watched() || (interpreter.remove() == Remove::MutationsAndViews && !only_layer())) {
+    const Route how = route();
+    if (how == Route::Process ||
+        (interpreter.remove() == Remove::MutationsAndViews && how != Route::BelowOnlyLayer)) {
       Stack stack = call_process(interpreter, op, keys, self, rest...);
       return std::move(stack.back().to_tensor());
     }
     sync(*w, interpreter.remove());
-    Tensor out;
-    {
-      BelowTopLayer below;
-      out = op.call(w->value(), rest...);
-    }
+    Tensor out = below_level(how, [&] { return op.call(w->value(), rest...); });
     static_assert(sizeof...(Rest) <= std::tuple_size_v<decltype(ViewIntArgs::values)>);
     ViewIntArgs args;
     (args.add(rest), ...);
