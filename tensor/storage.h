@@ -29,7 +29,13 @@ class StorageImpl final : public RefCounted {
   Device device() const { return device_; }
 
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
-  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  // A load and a store, not a read-modify-write (a locked instruction on every
+  // in-place op): the version only has to differ from the one a reader saved,
+  // and two threads writing one storage at once (a race on its data anyway)
+  // still leave it different from before either write.
+  void bump_version() {
+    version_.store(version_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
  private:
   StorageImpl(void* data, size_t nbytes, Device device, Allocator* allocator, bool inline_header);
