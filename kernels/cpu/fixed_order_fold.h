@@ -88,37 +88,91 @@ PacketArray<T> packet_at(const T* p, int64_t n, Readable readable, int64_t k, in
 #endif
 }
 
-// term(x) of the n > 0 values at p folded with op, for a term that maps an Eigen
-// array expression to one of the same size (a packet of values, or one value).
-template <class T, class Op, class Term>
-T fold(const T* p, int64_t n, Op op, const Term& term, Readable readable = {}) {
+// n values at p as a fold reads them: packet(k), the P values from k built by
+// packet_at; value(k), the value at k as a one-value array. Several rows of the
+// same length read at the same positions give a term of several arrays.
+template <class T>
+class Row {
+ public:
+  Row(const T* p, int64_t n, Readable readable = {})
+      : p_(p),
+        n_(n),
+        readable_(readable),
+        shift_(static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(p) / sizeof(T) %
+                                    kPacketSize<T>)) {}
+  // The n values from `first` of a row of `total` values at data, the rest of
+  // which may be read (Readable).
+  Row(const T* data, int64_t total, int64_t first, int64_t n)
+      : Row(data + first, n, Readable{first, total - first - n}) {}
+
+  PacketArray<T> packet(int64_t k) const { return packet_at(p_, n_, readable_, k, shift_); }
+  Eigen::Map<const Eigen::Array<T, 1, 1>> value(int64_t k) const {
+    return Eigen::Map<const Eigen::Array<T, 1, 1>>(p_ + k);
+  }
+
+ private:
+  const T* p_;
+  int64_t n_;
+  Readable readable_;
+  int64_t shift_;
+};
+
+// term(x, ...) of the n > 0 values of rows of equal length folded with op, for a
+// term that maps Eigen arrays of the rows' values at one position (packets of
+// values, or one value each) to an array of the same size.
+template <class T, class Op, class Term, class... Rows>
+T fold_rows(int64_t n, Op op, const Term& term, const Rows&... rows) {
   constexpr int64_t P = kPacketSize<T>;
   using Packet = PacketArray<T>;
-  using ValueAt = Eigen::Map<const Eigen::Array<T, 1, 1>>;
+  auto at = [&](int64_t k) -> Packet { return term(rows.packet(k)...); };
+  auto value_at = [&](int64_t k) -> T { return term(rows.value(k)...).value(); };
   if (n < P) {
-    T result = term(ValueAt(p)).value();
-    for (int64_t k = 1; k < n; ++k) result = op(result, term(ValueAt(p + k)).value());
+    T result = value_at(0);
+    for (int64_t k = 1; k < n; ++k) result = op(result, value_at(k));
     return result;
   }
-  const int64_t shift = static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(p) / sizeof(T) % P);
-  auto at = [&](int64_t k) { return packet_at(p, n, readable, k, shift); };
-  Packet acc0 = term(at(0));
+  Packet acc0 = at(0);
   int64_t k = P;
   if (n >= 2 * P) {
-    Packet acc1 = term(at(P));
+    Packet acc1 = at(P);
     for (k = 2 * P; k + 2 * P <= n; k += 2 * P) {
-      acc0 = op(acc0, term(at(k)));
-      acc1 = op(acc1, term(at(k + P)));
+      acc0 = op(acc0, at(k));
+      acc1 = op(acc1, at(k + P));
     }
     acc0 = op(acc0, acc1);
     if (k + P <= n) {
-      acc0 = op(acc0, term(at(k)));
+      acc0 = op(acc0, at(k));
       k += P;
     }
   }
   T result = Op::lanes(acc0);
-  for (; k < n; ++k) result = op(result, term(ValueAt(p + k)).value());
+  for (; k < n; ++k) result = op(result, value_at(k));
   return result;
+}
+
+// term(x) of the n > 0 values at p folded with op (a term as fold_rows takes).
+template <class T, class Op, class Term>
+T fold(const T* p, int64_t n, Op op, const Term& term, Readable readable = {}) {
+  return fold_rows<T>(n, op, term, Row<T>(p, n, readable));
+}
+
+// The sum of term(x, ...) over the n > 0 positions of rows (fold_rows).
+template <class T, class Term, class... Rows>
+T sum_rows(int64_t n, const Term& term, const Rows&... rows) {
+  return fold_rows<T>(n, Add{}, term, rows...);
+}
+
+// out[k] = f(x[k], ...) over the n positions of rows: whole packets from the
+// first value, then the values after the last whole packet one by one. Whether a
+// value is computed in a packet or alone (which can differ in the last bit: Note
+// [One code path per element], elementwise_rows.h) so depends on its position,
+// never on where out or the rows lie. out may be one of the rows.
+template <class T, class F, class... Rows>
+void map_rows(T* out, int64_t n, const F& f, const Rows&... rows) {
+  constexpr int64_t P = kPacketSize<T>;
+  int64_t k = 0;
+  for (; k + P <= n; k += P) Eigen::Map<PacketArray<T>>(out + k) = f(rows.packet(k)...);
+  for (; k < n; ++k) out[k] = f(rows.value(k)...).value();
 }
 
 }  // namespace strata::cpu::fixed_order

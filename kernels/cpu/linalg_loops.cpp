@@ -1,8 +1,12 @@
 // The products that are loops rather than GEMMs: dot, and einsum's general loop
-// nest.
+// nest. A contiguous Float32 / Float64 dot is folded by fixed_order, so that its
+// bits do not depend on where the vectors lie (Note [Sums do not depend on the
+// address]).
 #include <Eigen/Core>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/fixed_order_fold.h"
 #include "kernels/cpu/linalg.h"
 #include "kernels/cpu/linalg_dispatch.h"
 #include "kernels/cpu/parallel.h"
@@ -21,8 +25,15 @@ T dot_typed(const Tensor& a, const Tensor& b) {
   const int64_t sx = a.strides()[0];
   const int64_t sy = b.strides()[0];
   if (sx == 1 && sy == 1) {
-    return Eigen::Map<const Vector>(x, n).dot(Eigen::Map<const Vector>(y, n));
+    if constexpr (std::is_floating_point_v<T>) {
+      return fixed_order::sum_rows<T>(
+          n, [](const auto& x_, const auto& y_) { return x_ * y_; }, fixed_order::Row<T>(x, n),
+          fixed_order::Row<T>(y, n));
+    } else {
+      return Eigen::Map<const Vector>(x, n).dot(Eigen::Map<const Vector>(y, n));
+    }
   }
+  // Eigen folds a strided vector value by value, in order.
   using StridedVector = Eigen::Map<const Vector, Eigen::Unaligned, Eigen::InnerStride<>>;
   return StridedVector(x, n, Eigen::InnerStride<>(sx))
       .dot(StridedVector(y, n, Eigen::InnerStride<>(sy)));
