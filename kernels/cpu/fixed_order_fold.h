@@ -22,6 +22,13 @@ namespace strata::cpu::fixed_order {
 // the values after the last whole packet one by one. Which value goes into which
 // lane depends only on its position in the row, so a fold depends only on the
 // values and their count, and an unaligned row is folded in place.
+//
+// The fused kernels (softmax, layer_norm, group_norm, mse_loss, dot) fold their
+// row sums with fold_rows, and form with map_rows the elements that go through a
+// transcendental function or a possible fused multiply-add, whose bits Eigen's
+// loop over a dynamic-size Map would also make depend on the address (its scalar
+// head and tail): a row's results depend on its values alone, in whichever row of
+// a batch, or view of a larger buffer, it lies.
 
 // The folds: op(a, b) on packets and on values, and lanes(packet), its lanes folded.
 struct Add {
@@ -88,27 +95,38 @@ PacketArray<T> packet_at(const T* p, int64_t n, Readable readable, int64_t k, in
 #endif
 }
 
-// n values at p as a fold reads them: packet(k), the P values from k built by
-// packet_at; value(k), the value at k as a one-value array. Several rows of the
-// same length read at the same positions give a term of several arrays.
+// The values of a row from p as a term reads them: packet(k), the P values from
+// k; value(k), the value at k, as a one-value array. Several rows read at the same
+// positions give a term of several arrays. Its packets are plain unaligned loads,
+// for rows in cache: the fused kernels read a row more than once.
 template <class T>
 class Row {
  public:
-  Row(const T* p, int64_t n, Readable readable = {})
+  explicit Row(const T* p) : p_(p) {}
+  Eigen::Map<const PacketArray<T>> packet(int64_t k) const {
+    return Eigen::Map<const PacketArray<T>>(p_ + k);
+  }
+  Eigen::Map<const Eigen::Array<T, 1, 1>> value(int64_t k) const {
+    return Eigen::Map<const Eigen::Array<T, 1, 1>>(p_ + k);
+  }
+
+ private:
+  const T* p_;
+};
+
+// A Row of n values whose packets packet_at builds, for a long row streamed from
+// memory (Note [Unaligned packets from aligned loads]). Its lanes are a Row's.
+template <class T>
+class StreamedRow {
+ public:
+  StreamedRow(const T* p, int64_t n, Readable readable)
       : p_(p),
         n_(n),
         readable_(readable),
         shift_(static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(p) / sizeof(T) %
                                     kPacketSize<T>)) {}
-  // The n values from `first` of a row of `total` values at data, the rest of
-  // which may be read (Readable).
-  Row(const T* data, int64_t total, int64_t first, int64_t n)
-      : Row(data + first, n, Readable{first, total - first - n}) {}
-
   PacketArray<T> packet(int64_t k) const { return packet_at(p_, n_, readable_, k, shift_); }
-  Eigen::Map<const Eigen::Array<T, 1, 1>> value(int64_t k) const {
-    return Eigen::Map<const Eigen::Array<T, 1, 1>>(p_ + k);
-  }
+  Eigen::Map<const Eigen::Array<T, 1, 1>> value(int64_t k) const { return Row<T>(p_).value(k); }
 
  private:
   const T* p_;
@@ -150,10 +168,11 @@ T fold_rows(int64_t n, Op op, const Term& term, const Rows&... rows) {
   return result;
 }
 
-// term(x) of the n > 0 values at p folded with op (a term as fold_rows takes).
+// term(x) of the n > 0 values at p folded with op (a term as fold_rows takes),
+// the row streamed.
 template <class T, class Op, class Term>
 T fold(const T* p, int64_t n, Op op, const Term& term, Readable readable = {}) {
-  return fold_rows<T>(n, op, term, Row<T>(p, n, readable));
+  return fold_rows<T>(n, op, term, StreamedRow<T>(p, n, readable));
 }
 
 // The sum of term(x, ...) over the n > 0 positions of rows (fold_rows).

@@ -48,7 +48,7 @@ int64_t rows_per_task(const GroupNormGeometry& g) {
 template <class T>
 void forward(const Tensor& out, const Tensor& input, const Tensor* weight, const Tensor* bias,
              const GroupNormGeometry& g) {
-  const int64_t per_group = g.channels / g.groups, p = g.positions, total = input.numel();
+  const int64_t per_group = g.channels / g.groups, p = g.positions;
   const T* x = input.data_ptr<T>();
   T* y = out.data_ptr<T>();
   const T* w = weight != nullptr ? weight->data_ptr<T>() : nullptr;
@@ -58,8 +58,7 @@ void forward(const Tensor& out, const Tensor& input, const Tensor* weight, const
     for (int64_t r = begin; r < end; ++r) {
       const int64_t first_channel = (r % g.groups) * per_group;
       const int64_t first = r * per_group * p;
-      const RowStatistics<T> s =
-          statistics(Row<T>(x, total, first, per_group * p), per_group * p, g.eps);
+      const RowStatistics<T> s = statistics(Row<T>(x + first), per_group * p, g.eps);
       for (int64_t i = 0; i < per_group; ++i) {
         const int64_t c = first_channel + i;
         const T scale = w != nullptr ? s.rstd * w[c] : s.rstd;
@@ -67,7 +66,7 @@ void forward(const Tensor& out, const Tensor& input, const Tensor* weight, const
         fixed_order::map_rows(
             y + first + i * p, p,
             [&](const auto& values) { return (values - s.mean) * scale + shift; },
-            Row<T>(x, total, first + i * p, p));
+            Row<T>(x + first + i * p));
       }
     }
   });
@@ -82,7 +81,6 @@ void backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor&
               const Tensor& grad_output, const Tensor& input, const Tensor* weight,
               const GroupNormGeometry& g) {
   const int64_t per_group = g.channels / g.groups, p = g.positions, count = per_group * p;
-  const int64_t total = input.numel();
   const T* x = input.data_ptr<T>();
   const T* go = grad_output.data_ptr<T>();
   const T* w = weight != nullptr ? weight->data_ptr<T>() : nullptr;
@@ -100,10 +98,8 @@ void backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor&
         continue;
       }
       const int64_t first_channel = (r % g.groups) * per_group;
-      const RowStatistics<T> s = statistics(Row<T>(x, total, r * count, count), count, g.eps);
-      auto channel = [&](const T* data, int64_t i) {
-        return Row<T>(data, total, r * count + i * p, p);
-      };
+      const RowStatistics<T> s = statistics(Row<T>(x + r * count), count, g.eps);
+      auto channel = [&](const T* data, int64_t i) { return Row<T>(data + r * count + i * p); };
       T h_sum = 0, hc_sum = 0;
       for (int64_t i = 0; i < per_group; ++i) {
         const Row<T> grad = channel(go, i), values = channel(x, i);

@@ -27,8 +27,8 @@ T dot_typed(const Tensor& a, const Tensor& b) {
   if (sx == 1 && sy == 1) {
     if constexpr (std::is_floating_point_v<T>) {
       return fixed_order::sum_rows<T>(
-          n, [](const auto& x_, const auto& y_) { return x_ * y_; }, fixed_order::Row<T>(x, n),
-          fixed_order::Row<T>(y, n));
+          n, [](const auto& x_, const auto& y_) { return x_ * y_; }, fixed_order::Row<T>(x),
+          fixed_order::Row<T>(y));
     } else {
       return Eigen::Map<const Vector>(x, n).dot(Eigen::Map<const Vector>(y, n));
     }

@@ -100,7 +100,7 @@ void mse_loss(const Tensor& out, const Tensor& input, const Tensor& target, int6
     total = blocked_sum(count, [&](int64_t begin, int64_t end) {
       return static_cast<double>(fixed_order::sum_rows<T>(
           end - begin, [](const auto& a_, const auto& b_) { return (a_ - b_).square(); },
-          Row<T>(a, count, begin, end - begin), Row<T>(b, count, begin, end - begin)));
+          Row<T>(a + begin), Row<T>(b + begin)));
     });
   } else {
     Tensor squares =
@@ -111,7 +111,7 @@ void mse_loss(const Tensor& out, const Tensor& input, const Tensor& target, int6
     count = squares.numel();
     total = blocked_sum(count, [&](int64_t begin, int64_t end) {
       return static_cast<double>(fixed_order::sum_rows<T>(
-          end - begin, [](const auto& x) { return x; }, Row<T>(s, count, begin, end - begin)));
+          end - begin, [](const auto& x) { return x; }, Row<T>(s + begin)));
     });
   }
   // The mean of no elements is NaN, as in PyTorch.

@@ -45,19 +45,18 @@ void layer_norm(const Tensor& out, const Tensor& input, const Tensor* weight, co
   const T* w = weight != nullptr ? weight->data_ptr<T>() : nullptr;
   const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(features, 1));
-  const int64_t total = input.numel();
   if (features == 0) return;
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       Eigen::Map<const Array> row(x + r * features, features);
       Eigen::Map<Array> result(y + r * features, features);
-      const T mean = mean_of(Row<T>(x, total, r * features, features), features);
+      const T mean = mean_of(Row<T>(x + r * features), features);
       result = row - mean;
       // Two passes (mean, then squares of the centred values): no cancellation.
-      const T variance = fixed_order::sum_rows<T>(
-                             features, [](const auto& c) { return c.square(); },
-                             Row<T>(y, total, r * features, features)) /
-                         static_cast<T>(features);
+      const T variance =
+          fixed_order::sum_rows<T>(
+              features, [](const auto& c) { return c.square(); }, Row<T>(y + r * features)) /
+          static_cast<T>(features);
       result *= T(1) / std::sqrt(variance + static_cast<T>(eps));
       if (w != nullptr) result *= Eigen::Map<const Array>(w, features);
       if (b != nullptr) result += Eigen::Map<const Array>(b, features);
@@ -78,12 +77,11 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_output, co
   const T* w = weight != nullptr ? weight->data_ptr<T>() : nullptr;
   T* dx = grad_input.data_ptr<T>();
   const T count = static_cast<T>(features);
-  const int64_t total = input.numel();
   if (features == 0) return;
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(features, 1));
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const Row<T> row(x, total, r * features, features), grad(g, total, r * features, features);
+      const Row<T> row(x + r * features), grad(g + r * features);
       const T mean = mean_of(row, features);
       const T rstd =
           T(1) /
@@ -97,7 +95,7 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_output, co
       };
       T* result = dx + r * features;
       if (w != nullptr) {
-        const Row<T> scale(w, features);
+        const Row<T> scale(w);
         const T h_mean =
             fixed_order::sum_rows<T>(
                 features, [](const auto& g_, const auto& w_) { return g_ * w_; }, grad, scale) /

@@ -44,7 +44,7 @@ void forward(const Tensor& out, const Tensor& input, SoftmaxShape s) {
   using fixed_order::Row;
   const T* in = input.data_ptr<T>();
   T* y = out.data_ptr<T>();
-  const int64_t n = s.dim_size, stride = s.inner, total = input.numel();
+  const int64_t n = s.dim_size, stride = s.inner;
   auto exp_of_difference = [](const auto& x, const auto& m) { return (x - m).exp(); };
   for_each_column_block(s, [&](int64_t offset, int64_t width) {
     using Map = Eigen::Map<Array<T>>;
@@ -52,7 +52,7 @@ void forward(const Tensor& out, const Tensor& input, SoftmaxShape s) {
     if (stride == 1) {
       const ConstMap x(in + offset, n);
       Map result(y + offset, n);
-      const Row<T> result_row(y, total, offset, n);
+      const Row<T> result_row(y + offset);
       const T max = x.maxCoeff();
       if constexpr (kLog) {
         result = x - max;
@@ -60,8 +60,7 @@ void forward(const Tensor& out, const Tensor& input, SoftmaxShape s) {
             n, [](const auto& v) { return v.exp(); }, result_row));
       } else {
         fixed_order::map_rows(
-            result.data(), n, [&](const auto& v) { return (v - max).exp(); },
-            Row<T>(in, total, offset, n));
+            result.data(), n, [&](const auto& v) { return (v - max).exp(); }, Row<T>(in + offset));
         result *= T(1) / fixed_order::sum_rows<T>(
                              n, [](const auto& v) { return v; }, result_row);
       }
@@ -73,7 +72,7 @@ void forward(const Tensor& out, const Tensor& input, SoftmaxShape s) {
     auto out_row = [&](int64_t d) { return Map(y + offset + d * stride, width); };
     Array<T> max = row(in, 0);
     for (int64_t d = 1; d < n; ++d) max = max.max(row(in, d));
-    const Row<T> max_row(max.data(), width);
+    const Row<T> max_row(max.data());
     // sum, max, log_sum and inverse are arrays of their own, aligned: Eigen forms
     // their elements by position.
     Array<T> sum = Array<T>::Zero(width);
@@ -83,7 +82,7 @@ void forward(const Tensor& out, const Tensor& input, SoftmaxShape s) {
         sum += out_row(d).exp();
       } else {
         fixed_order::map_rows(out_row(d).data(), width, exp_of_difference,
-                              Row<T>(in, total, offset + d * stride, width), max_row);
+                              Row<T>(in + offset + d * stride), max_row);
         sum += out_row(d);
       }
     }
@@ -104,7 +103,7 @@ void backward(const Tensor& grad_input, const Tensor& grad_output, const Tensor&
   const T* g = grad_output.data_ptr<T>();
   const T* y = output.data_ptr<T>();
   T* gi = grad_input.data_ptr<T>();
-  const int64_t n = s.dim_size, stride = s.inner, total = output.numel();
+  const int64_t n = s.dim_size, stride = s.inner;
   // softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g). `sum` is a scalar
   // for a row, an array for a block of columns.
   auto summand = [](const auto& g_, const auto& y_) {
@@ -124,7 +123,7 @@ void backward(const Tensor& grad_input, const Tensor& grad_output, const Tensor&
   for_each_column_block(s, [&](int64_t offset, int64_t width) {
     using ConstMap = Eigen::Map<const Array<T>>;
     if (stride == 1) {
-      const Row<T> g_row(g, total, offset, n), y_row(y, total, offset, n);
+      const Row<T> g_row(g + offset), y_row(y + offset);
       const T sum = fixed_order::sum_rows<T>(n, summand, g_row, y_row);
       fixed_order::map_rows(
           gi + offset, n, [&](const auto& g_, const auto& y_) { return gradient(g_, y_, sum); },
@@ -135,11 +134,11 @@ void backward(const Tensor& grad_input, const Tensor& grad_output, const Tensor&
     auto y_row = [&](int64_t d) { return ConstMap(y + offset + d * stride, width); };
     Array<T> sum = summand(g_row(0), y_row(0));
     for (int64_t d = 1; d < n; ++d) sum += summand(g_row(d), y_row(d));
-    const Row<T> sum_row(sum.data(), width);
+    const Row<T> sum_row(sum.data());
     for (int64_t d = 0; d < n; ++d) {
       const int64_t first = offset + d * stride;
-      fixed_order::map_rows(gi + first, width, gradient, Row<T>(g, total, first, width),
-                            Row<T>(y, total, first, width), sum_row);
+      fixed_order::map_rows(gi + first, width, gradient, Row<T>(g + first), Row<T>(y + first),
+                            sum_row);
     }
   });
 }
