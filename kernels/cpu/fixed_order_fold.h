@@ -135,15 +135,13 @@ class StreamedRow {
   int64_t shift_;
 };
 
-// term(x, ...) of the n > 0 values of rows of equal length folded with op, for a
-// term that maps Eigen arrays of the rows' values at one position (packets of
-// values, or one value each) to an array of the same size.
-template <class T, class Op, class Term, class... Rows>
-T fold_rows(int64_t n, Op op, const Term& term, const Rows&... rows) {
+// The n > 0 terms folded with op in the order of Note [Sums do not depend on the
+// address]: at(k), the term of the packet at k, is called once for each whole
+// packet, value_at(k) once for each value after them.
+template <class T, class Op, class At, class ValueAt>
+T fold_positions(int64_t n, Op op, const At& at, const ValueAt& value_at) {
   constexpr int64_t P = kPacketSize<T>;
   using Packet = PacketArray<T>;
-  auto at = [&](int64_t k) -> Packet { return term(rows.packet(k)...); };
-  auto value_at = [&](int64_t k) -> T { return term(rows.value(k)...).value(); };
   if (n < P) {
     T result = value_at(0);
     for (int64_t k = 1; k < n; ++k) result = op(result, value_at(k));
@@ -166,6 +164,16 @@ T fold_rows(int64_t n, Op op, const Term& term, const Rows&... rows) {
   T result = Op::lanes(acc0);
   for (; k < n; ++k) result = op(result, value_at(k));
   return result;
+}
+
+// term(x, ...) of the n > 0 values of rows of equal length folded with op, for a
+// term that maps Eigen arrays of the rows' values at one position (packets of
+// values, or one value each) to an array of the same size.
+template <class T, class Op, class Term, class... Rows>
+T fold_rows(int64_t n, Op op, const Term& term, const Rows&... rows) {
+  return fold_positions<T>(
+      n, op, [&](int64_t k) -> PacketArray<T> { return term(rows.packet(k)...); },
+      [&](int64_t k) -> T { return term(rows.value(k)...).value(); });
 }
 
 // term(x) of the n > 0 values at p folded with op (a term as fold_rows takes),
@@ -192,6 +200,20 @@ void map_rows(T* out, int64_t n, const F& f, const Rows&... rows) {
   int64_t k = 0;
   for (; k + P <= n; k += P) Eigen::Map<PacketArray<T>>(out + k) = f(rows.packet(k)...);
   for (; k < n; ++k) out[k] = f(rows.value(k)...).value();
+}
+
+// map_rows over n > 0 positions, in one pass with the sum of what it writes: the
+// bits of map_rows followed by sum_rows of out.
+template <class T, class F, class... Rows>
+T map_and_sum_rows(T* out, int64_t n, const F& f, const Rows&... rows) {
+  return fold_positions<T>(
+      n, Add{},
+      [&](int64_t k) {
+        const PacketArray<T> x = f(rows.packet(k)...);
+        Eigen::Map<PacketArray<T>>(out + k) = x;
+        return x;
+      },
+      [&](int64_t k) { return out[k] = f(rows.value(k)...).value(); });
 }
 
 }  // namespace strata::cpu::fixed_order

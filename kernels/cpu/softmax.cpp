@@ -52,17 +52,15 @@ void forward(const Tensor& out, const Tensor& input, SoftmaxShape s) {
     if (stride == 1) {
       const ConstMap x(in + offset, n);
       Map result(y + offset, n);
-      const Row<T> result_row(y + offset);
       const T max = x.maxCoeff();
       if constexpr (kLog) {
         result = x - max;
         result -= std::log(fixed_order::sum_rows<T>(
-            n, [](const auto& v) { return v.exp(); }, result_row));
+            n, [](const auto& v) { return v.exp(); }, Row<T>(result.data())));
       } else {
-        fixed_order::map_rows(
+        const T sum = fixed_order::map_and_sum_rows(
             result.data(), n, [&](const auto& v) { return (v - max).exp(); }, Row<T>(in + offset));
-        result *= T(1) / fixed_order::sum_rows<T>(
-                             n, [](const auto& v) { return v; }, result_row);
+        result *= T(1) / sum;
       }
       return;
     }
