@@ -1,12 +1,16 @@
 // group_norm and its gradient on the CPU: one row (a sample's group of channels)
 // at a time, so that a row read for its statistics is still in cache when it is
-// normalised, or when the gradient's sums and the input gradient are formed.
+// normalised, or when the gradient's sums and the input gradient are formed. Its
+// sums and the elements it forms go through kernels/cpu/fixed_order_fold.h, so
+// that a row's bits do not depend on where it lies (Note [Sums do not depend on
+// the address]).
 #include "kernels/cpu/group_norm.h"
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/fixed_order_fold.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
@@ -14,8 +18,7 @@
 namespace strata::cpu {
 namespace {
 
-template <class T>
-using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+using fixed_order::Row;
 
 template <class T>
 struct RowStatistics {
@@ -24,10 +27,13 @@ struct RowStatistics {
 
 // Two passes (the mean, then the squares of the centred values): no cancellation.
 template <class T>
-RowStatistics<T> statistics(const T* row, int64_t count, double eps) {
-  const Eigen::Map<const Array<T>> x(row, count);
-  const T mean = x.sum() / static_cast<T>(count);
-  const T variance = (x - mean).square().sum() / static_cast<T>(count);
+RowStatistics<T> statistics(const Row<T>& row, int64_t count, double eps) {
+  const T mean = fixed_order::sum_rows<T>(
+                     count, [](const auto& x) { return x; }, row) /
+                 static_cast<T>(count);
+  const T variance = fixed_order::sum_rows<T>(
+                         count, [&](const auto& x) { return (x - mean).square(); }, row) /
+                     static_cast<T>(count);
   return {mean, T(1) / std::sqrt(variance + static_cast<T>(eps))};
 }
 
@@ -51,14 +57,16 @@ void forward(const Tensor& out, const Tensor& input, const Tensor* weight, const
     if (p == 0) return;  // no values to normalise (and no statistics)
     for (int64_t r = begin; r < end; ++r) {
       const int64_t first_channel = (r % g.groups) * per_group;
-      const T* row = x + r * per_group * p;
-      const RowStatistics<T> s = statistics(row, per_group * p, g.eps);
+      const int64_t first = r * per_group * p;
+      const RowStatistics<T> s = statistics(Row<T>(x + first), per_group * p, g.eps);
       for (int64_t i = 0; i < per_group; ++i) {
         const int64_t c = first_channel + i;
         const T scale = w != nullptr ? s.rstd * w[c] : s.rstd;
         const T shift = b != nullptr ? b[c] : T(0);
-        Eigen::Map<Array<T>>(y + (r * per_group + i) * p, p) =
-            (Eigen::Map<const Array<T>>(row + i * p, p) - s.mean) * scale + shift;
+        fixed_order::map_rows(
+            y + first + i * p, p,
+            [&](const auto& values) { return (values - s.mean) * scale + shift; },
+            Row<T>(x + first + i * p));
       }
     }
   });
@@ -90,13 +98,15 @@ void backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor&
         continue;
       }
       const int64_t first_channel = (r % g.groups) * per_group;
-      const T* row = x + r * count;
-      const RowStatistics<T> s = statistics(row, count, g.eps);
+      const RowStatistics<T> s = statistics(Row<T>(x + r * count), count, g.eps);
+      auto channel = [&](const T* data, int64_t i) { return Row<T>(data + r * count + i * p); };
       T h_sum = 0, hc_sum = 0;
       for (int64_t i = 0; i < per_group; ++i) {
-        const Eigen::Map<const Array<T>> grad(go + r * count + i * p, p);
-        const Eigen::Map<const Array<T>> values(row + i * p, p);
-        const T sum = grad.sum(), centred_sum = (grad * (values - s.mean)).sum();
+        const Row<T> grad = channel(go, i), values = channel(x, i);
+        const T sum = fixed_order::sum_rows<T>(
+            p, [](const auto& g_) { return g_; }, grad);
+        const T centred_sum = fixed_order::sum_rows<T>(
+            p, [&](const auto& g_, const auto& x_) { return g_ * (x_ - s.mean); }, grad, values);
         db_row[i] = sum;
         dw_row[i] = centred_sum * s.rstd;
         const T scale = w != nullptr ? w[first_channel + i] : T(1);
@@ -111,10 +121,12 @@ void backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor&
       const T h_mean = h_sum / n;
       for (int64_t i = 0; i < per_group; ++i) {
         const T scale = w != nullptr ? w[first_channel + i] : T(1);
-        Eigen::Map<Array<T>>(dx + r * count + i * p, p) =
-            (Eigen::Map<const Array<T>>(go + r * count + i * p, p) * scale -
-             (Eigen::Map<const Array<T>>(row + i * p, p) - s.mean) * along - h_mean) *
-            s.rstd;
+        fixed_order::map_rows(
+            dx + r * count + i * p, p,
+            [&](const auto& g_, const auto& x_) {
+              return (g_ * scale - (x_ - s.mean) * along - h_mean) * s.rstd;
+            },
+            channel(go, i), channel(x, i));
       }
     }
   });

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/linalg_dispatch.h"
 
 #ifdef STRATA_HAVE_BLAS
 #include <cblas.h>
@@ -27,19 +28,6 @@ char* openblas_get_corename(void);
 
 namespace strata::cpu {
 namespace {
-
-// Calls f(T{}) with T the C++ type of a linear-algebra dtype (Int64, Float32,
-// Float64); Bool has no products.
-template <class F>
-void dispatch_linalg_types(ScalarType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case ScalarType::Int64: return f(int64_t{});
-    case ScalarType::Float32: return f(float{});
-    case ScalarType::Float64: return f(double{});
-    default: break;
-  }
-  STRATA_FAIL(op, "unsupported dtype ", dtype, " (expected Int64, Float32 or Float64)");
-}
 
 // A matrix operand in place: element (i, j) is data[i * row_stride + j * col_stride].
 template <class T>
@@ -416,72 +404,6 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
   }
 }
 
-template <class T>
-T dot_typed(const Tensor& a, const Tensor& b) {
-  const int64_t n = a.numel();
-  if (n == 0) return T(0);
-  using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
-  const T* x = a.data_ptr<T>();
-  const T* y = b.data_ptr<T>();
-  const int64_t sx = a.strides()[0];
-  const int64_t sy = b.strides()[0];
-  if (sx == 1 && sy == 1) {
-    return Eigen::Map<const Vector>(x, n).dot(Eigen::Map<const Vector>(y, n));
-  }
-  using StridedVector = Eigen::Map<const Vector, Eigen::Unaligned, Eigen::InnerStride<>>;
-  return StridedVector(x, n, Eigen::InnerStride<>(sx))
-      .dot(StridedVector(y, n, Eigen::InnerStride<>(sy)));
-}
-
-template <class T>
-void einsum_loop_typed(const Tensor& out, ArrayRef<Tensor> operands, const EinsumLoop& loop) {
-  const int64_t num_letters = static_cast<int64_t>(loop.sizes.size());
-  const int64_t num_out = loop.num_output_letters;
-  const size_t num_operands = operands.size();
-  int64_t out_numel = 1;
-  int64_t summed_numel = 1;
-  for (int64_t d = 0; d < num_letters; ++d) {
-    (d < num_out ? out_numel : summed_numel) *= loop.sizes[d];
-  }
-  std::vector<const T*> data;
-  for (const Tensor& t : operands) data.push_back(t.data_ptr<T>());
-  T* out_data = out.data_ptr<T>();
-  const int64_t work_per_output = std::max<int64_t>(1, summed_numel * int64_t(num_operands));
-  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / work_per_output);
-  parallel_for(0, out_numel, grain, [&](int64_t first, int64_t last) {
-    DimVector index(static_cast<size_t>(num_letters), 0);
-    DimVector offset(num_operands, 0);
-    for (int64_t o = first; o < last; ++o) {
-      // The output is contiguous in the order of its letters: o is its linear index.
-      int64_t rest = o;
-      for (int64_t d = num_out - 1; d >= 0; --d) {
-        index[d] = rest % loop.sizes[d];
-        rest /= loop.sizes[d];
-      }
-      for (size_t t = 0; t < num_operands; ++t) {
-        offset[t] = 0;
-        for (int64_t d = 0; d < num_out; ++d) offset[t] += index[d] * loop.operand_strides[t][d];
-      }
-      T sum = T(0);
-      for (int64_t s = 0; s < summed_numel; ++s) {
-        T product = T(1);
-        for (size_t t = 0; t < num_operands; ++t) product *= data[t][offset[t]];
-        sum += product;
-        // Next summed index, the last letter fastest; a wrapped letter rewinds.
-        for (int64_t d = num_letters - 1; d >= num_out; --d) {
-          for (size_t t = 0; t < num_operands; ++t) offset[t] += loop.operand_strides[t][d];
-          if (++index[d] < loop.sizes[d]) break;
-          for (size_t t = 0; t < num_operands; ++t) {
-            offset[t] -= loop.sizes[d] * loop.operand_strides[t][d];
-          }
-          index[d] = 0;
-        }
-      }
-      out_data[o] = sum;
-    }
-  });
-}
-
 }  // namespace
 
 template <class T>
@@ -513,20 +435,6 @@ void bmm_kernel(const Tensor& out, const Tensor& a, const Tensor& b) {
   dispatch_linalg_types(out.dtype(), "strata::bmm", [&](auto tag) {
     using T = decltype(tag);
     bmm_typed<T>(out, a, b);
-  });
-}
-
-void dot_kernel(const Tensor& out, const Tensor& a, const Tensor& b) {
-  dispatch_linalg_types(out.dtype(), "strata::dot", [&](auto tag) {
-    using T = decltype(tag);
-    *out.data_ptr<T>() = dot_typed<T>(a, b);
-  });
-}
-
-void einsum_loop_kernel(const Tensor& out, ArrayRef<Tensor> operands, const EinsumLoop& loop) {
-  dispatch_linalg_types(out.dtype(), "strata::einsum", [&](auto tag) {
-    using T = decltype(tag);
-    einsum_loop_typed<T>(out, operands, loop);
   });
 }
 

@@ -1,12 +1,12 @@
 // Loss kernels: nll_loss and mse_loss on the CPU.
 #include "kernels/cpu/loss.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/fixed_order_fold.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/error.h"
@@ -18,7 +18,8 @@ namespace {
 
 constexpr int64_t kNone = 0, kMean = 1;
 // Sums run over fixed blocks (vectorized in T) whose partial sums add up in double,
-// in block order: accurate, and independent of the thread count.
+// in block order: accurate, and independent of the thread count. A block is folded
+// by fixed_order (Note [Sums do not depend on the address]).
 constexpr int64_t kSumBlock = 8192;
 
 template <class T>
@@ -89,7 +90,7 @@ void mse_loss(const Tensor& out, const Tensor& input, const Tensor& target, int6
     squared_difference<T>(out, input, target);
     return;
   }
-  using ConstMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+  using fixed_order::Row;
   double total = 0;
   int64_t count = 0;
   if (input.is_contiguous() && target.is_contiguous() && input.sizes() == target.sizes()) {
@@ -97,8 +98,9 @@ void mse_loss(const Tensor& out, const Tensor& input, const Tensor& target, int6
     const T* b = target.data_ptr<T>();
     count = input.numel();
     total = blocked_sum(count, [&](int64_t begin, int64_t end) {
-      return static_cast<double>(
-          (ConstMap(a + begin, end - begin) - ConstMap(b + begin, end - begin)).square().sum());
+      return static_cast<double>(fixed_order::sum_rows<T>(
+          end - begin, [](const auto& a_, const auto& b_) { return (a_ - b_).square(); },
+          Row<T>(a + begin), Row<T>(b + begin)));
     });
   } else {
     Tensor squares =
@@ -108,7 +110,8 @@ void mse_loss(const Tensor& out, const Tensor& input, const Tensor& target, int6
     const T* s = squares.data_ptr<T>();
     count = squares.numel();
     total = blocked_sum(count, [&](int64_t begin, int64_t end) {
-      return static_cast<double>(ConstMap(s + begin, end - begin).sum());
+      return static_cast<double>(fixed_order::sum_rows<T>(
+          end - begin, [](const auto& x) { return x; }, Row<T>(s + begin)));
     });
   }
   // The mean of no elements is NaN, as in PyTorch.

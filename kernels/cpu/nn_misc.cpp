@@ -1,4 +1,7 @@
-// embedding, layer_norm and the dropout mask on the CPU.
+// embedding, layer_norm and the dropout mask on the CPU. layer_norm's sums and the
+// elements its gradient forms go through kernels/cpu/fixed_order_fold.h, so that a
+// row's bits do not depend on where it lies (Note [Sums do not depend on the
+// address]).
 #include "kernels/cpu/nn_misc.h"
 
 #include <Eigen/Core>
@@ -6,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/fixed_order_fold.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/error.h"
@@ -21,6 +25,16 @@ double uniform(uint64_t seed, uint64_t counter) {
   return philox::uniform<double>(philox::random_words(seed, counter));
 }
 
+using fixed_order::Row;
+
+// The mean of a row of n > 0 values.
+template <class T>
+T mean_of(const Row<T>& row, int64_t n) {
+  return fixed_order::sum_rows<T>(
+             n, [](const auto& x) { return x; }, row) /
+         static_cast<T>(n);
+}
+
 template <class T>
 void layer_norm(const Tensor& out, const Tensor& input, const Tensor* weight, const Tensor* bias,
                 int64_t rows, double eps) {
@@ -31,14 +45,18 @@ void layer_norm(const Tensor& out, const Tensor& input, const Tensor* weight, co
   const T* w = weight != nullptr ? weight->data_ptr<T>() : nullptr;
   const T* b = bias != nullptr ? bias->data_ptr<T>() : nullptr;
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(features, 1));
+  if (features == 0) return;
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       Eigen::Map<const Array> row(x + r * features, features);
       Eigen::Map<Array> result(y + r * features, features);
-      const T mean = row.sum() / static_cast<T>(features);
+      const T mean = mean_of(Row<T>(x + r * features), features);
       result = row - mean;
       // Two passes (mean, then squares of the centred values): no cancellation.
-      const T variance = result.square().sum() / static_cast<T>(features);
+      const T variance =
+          fixed_order::sum_rows<T>(
+              features, [](const auto& c) { return c.square(); }, Row<T>(y + r * features)) /
+          static_cast<T>(features);
       result *= T(1) / std::sqrt(variance + static_cast<T>(eps));
       if (w != nullptr) result *= Eigen::Map<const Array>(w, features);
       if (b != nullptr) result += Eigen::Map<const Array>(b, features);
@@ -53,31 +71,59 @@ void layer_norm(const Tensor& out, const Tensor& input, const Tensor* weight, co
 template <class T>
 void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_output, const Tensor& input,
                          const Tensor* weight, int64_t rows, double eps) {
-  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   const int64_t features = input.numel() / std::max<int64_t>(rows, 1);
   const T* x = input.data_ptr<T>();
   const T* g = grad_output.data_ptr<T>();
   const T* w = weight != nullptr ? weight->data_ptr<T>() : nullptr;
   T* dx = grad_input.data_ptr<T>();
   const T count = static_cast<T>(features);
+  if (features == 0) return;
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(features, 1));
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      Eigen::Map<const Array> row(x + r * features, features);
-      Eigen::Map<const Array> grad(g + r * features, features);
-      Eigen::Map<Array> result(dx + r * features, features);
-      const T mean = row.sum() / count;
-      const T rstd = T(1) / std::sqrt((row - mean).square().sum() / count + static_cast<T>(eps));
-      T h_mean, hc_mean;
+      const Row<T> row(x + r * features), grad(g + r * features);
+      const T mean = mean_of(row, features);
+      const T rstd =
+          T(1) /
+          std::sqrt(fixed_order::sum_rows<T>(
+                        features, [&](const auto& x_) { return (x_ - mean).square(); }, row) /
+                        count +
+                    static_cast<T>(eps));
+      // h = g * weight, or g; c = x - mean.
+      auto gradient = [&](const auto& h, const auto& x_, T h_mean, T hc_mean) {
+        return rstd * (h - h_mean) - (x_ - mean) * (rstd * rstd * rstd * hc_mean);
+      };
+      T* result = dx + r * features;
       if (w != nullptr) {
-        Eigen::Map<const Array> scale(w, features);
-        h_mean = (grad * scale).sum() / count;
-        hc_mean = (grad * scale * (row - mean)).sum() / count;
-        result = rstd * (grad * scale - h_mean) - (row - mean) * (rstd * rstd * rstd * hc_mean);
+        const Row<T> scale(w);
+        const T h_mean =
+            fixed_order::sum_rows<T>(
+                features, [](const auto& g_, const auto& w_) { return g_ * w_; }, grad, scale) /
+            count;
+        const T hc_mean = fixed_order::sum_rows<T>(
+                              features,
+                              [&](const auto& g_, const auto& w_, const auto& x_) {
+                                return g_ * w_ * (x_ - mean);
+                              },
+                              grad, scale, row) /
+                          count;
+        fixed_order::map_rows(
+            result, features,
+            [&](const auto& g_, const auto& w_, const auto& x_) {
+              return gradient(g_ * w_, x_, h_mean, hc_mean);
+            },
+            grad, scale, row);
       } else {
-        h_mean = grad.sum() / count;
-        hc_mean = (grad * (row - mean)).sum() / count;
-        result = rstd * (grad - h_mean) - (row - mean) * (rstd * rstd * rstd * hc_mean);
+        const T h_mean = mean_of(grad, features);
+        const T hc_mean =
+            fixed_order::sum_rows<T>(
+                features, [&](const auto& g_, const auto& x_) { return g_ * (x_ - mean); }, grad,
+                row) /
+            count;
+        fixed_order::map_rows(
+            result, features,
+            [&](const auto& g_, const auto& x_) { return gradient(g_, x_, h_mean, hc_mean); }, grad,
+            row);
       }
     }
   });

@@ -1,12 +1,17 @@
 // softmax / log_softmax and their backward on the CPU. A reduced dim that is
 // innermost is walked row by row; otherwise a block of up to kColumnBlock adjacent
 // columns is walked together, so both layouts vectorize along contiguous memory.
+// Sums along a row, and the elements a transcendental function or a fused
+// multiply-add forms, go through kernels/cpu/fixed_order_fold.h, so that a row's
+// bits do not depend on where the row lies (Note [Sums do not depend on the
+// address]).
 #include "kernels/cpu/softmax.h"
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/fixed_order_fold.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
@@ -36,22 +41,26 @@ void for_each_column_block(SoftmaxShape s, Fn&& fn) {
 
 template <class T, bool kLog>
 void forward(const Tensor& out, const Tensor& input, SoftmaxShape s) {
+  using fixed_order::Row;
   const T* in = input.data_ptr<T>();
   T* y = out.data_ptr<T>();
   const int64_t n = s.dim_size, stride = s.inner;
+  auto exp_of_difference = [](const auto& x, const auto& m) { return (x - m).exp(); };
   for_each_column_block(s, [&](int64_t offset, int64_t width) {
     using Map = Eigen::Map<Array<T>>;
     using ConstMap = Eigen::Map<const Array<T>>;
     if (stride == 1) {
-      ConstMap x(in + offset, n);
+      const ConstMap x(in + offset, n);
       Map result(y + offset, n);
       const T max = x.maxCoeff();
       if constexpr (kLog) {
         result = x - max;
-        result -= std::log(result.exp().sum());
+        result -= std::log(fixed_order::sum_rows<T>(
+            n, [](const auto& v) { return v.exp(); }, Row<T>(result.data())));
       } else {
-        result = (x - max).exp();
-        result *= T(1) / result.sum();
+        const T sum = fixed_order::map_and_sum_rows(
+            result.data(), n, [&](const auto& v) { return (v - max).exp(); }, Row<T>(in + offset));
+        result *= T(1) / sum;
       }
       return;
     }
@@ -61,13 +70,17 @@ void forward(const Tensor& out, const Tensor& input, SoftmaxShape s) {
     auto out_row = [&](int64_t d) { return Map(y + offset + d * stride, width); };
     Array<T> max = row(in, 0);
     for (int64_t d = 1; d < n; ++d) max = max.max(row(in, d));
+    const Row<T> max_row(max.data());
+    // sum, max, log_sum and inverse are arrays of their own, aligned: Eigen forms
+    // their elements by position.
     Array<T> sum = Array<T>::Zero(width);
     for (int64_t d = 0; d < n; ++d) {
       if constexpr (kLog) {
         out_row(d) = row(in, d) - max;
         sum += out_row(d).exp();
       } else {
-        out_row(d) = (row(in, d) - max).exp();
+        fixed_order::map_rows(out_row(d).data(), width, exp_of_difference,
+                              Row<T>(in + offset + d * stride), max_row);
         sum += out_row(d);
       }
     }
@@ -84,6 +97,7 @@ void forward(const Tensor& out, const Tensor& input, SoftmaxShape s) {
 template <class T, bool kLog>
 void backward(const Tensor& grad_input, const Tensor& grad_output, const Tensor& output,
               SoftmaxShape s) {
+  using fixed_order::Row;
   const T* g = grad_output.data_ptr<T>();
   const T* y = output.data_ptr<T>();
   T* gi = grad_input.data_ptr<T>();
@@ -105,19 +119,24 @@ void backward(const Tensor& grad_input, const Tensor& grad_output, const Tensor&
     }
   };
   for_each_column_block(s, [&](int64_t offset, int64_t width) {
-    using Map = Eigen::Map<Array<T>>;
     using ConstMap = Eigen::Map<const Array<T>>;
     if (stride == 1) {
-      ConstMap g_row(g + offset, n), y_row(y + offset, n);
-      Map(gi + offset, n) = gradient(g_row, y_row, summand(g_row, y_row).sum());
+      const Row<T> g_row(g + offset), y_row(y + offset);
+      const T sum = fixed_order::sum_rows<T>(n, summand, g_row, y_row);
+      fixed_order::map_rows(
+          gi + offset, n, [&](const auto& g_, const auto& y_) { return gradient(g_, y_, sum); },
+          g_row, y_row);
       return;
     }
     auto g_row = [&](int64_t d) { return ConstMap(g + offset + d * stride, width); };
     auto y_row = [&](int64_t d) { return ConstMap(y + offset + d * stride, width); };
     Array<T> sum = summand(g_row(0), y_row(0));
     for (int64_t d = 1; d < n; ++d) sum += summand(g_row(d), y_row(d));
+    const Row<T> sum_row(sum.data());
     for (int64_t d = 0; d < n; ++d) {
-      Map(gi + offset + d * stride, width) = gradient(g_row(d), y_row(d), sum);
+      const int64_t first = offset + d * stride;
+      fixed_order::map_rows(gi + first, width, gradient, Row<T>(g + first), Row<T>(y + first),
+                            sum_row);
     }
   });
 }
