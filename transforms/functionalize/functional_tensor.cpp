@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "tensor/allocator.h"
 #include "tensor/small_vector.h"
 #include "transforms/view_tracking.h"
 
@@ -64,8 +65,15 @@ void WriteWatch::argument(Tensor& value, uint64_t serial, int64_t level) {
   tls_watch_ = this;
 }
 
+void* FunctionalBase::operator new(size_t nbytes) { return cached_host_allocate(nbytes); }
+
+void FunctionalBase::operator delete(void* ptr, size_t nbytes) {
+  cached_host_deallocate(ptr, nbytes);
+}
+
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
-    : FunctionalTensorWrapper(value, level, std::make_shared<FunctionalBase>(), {}, false) {
+    : FunctionalTensorWrapper(value, level, IntrusivePtr<FunctionalBase>::adopt_new(new FunctionalBase()),
+                              {}, false) {
   base_->serial = epoch.load(std::memory_order_relaxed);
   base_->overlapping = may_share_elements(value);
   base_->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
@@ -74,7 +82,7 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
 }
 
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
-                                                 std::shared_ptr<FunctionalBase> base,
+                                                 IntrusivePtr<FunctionalBase> base,
                                                  std::vector<ViewStep> steps, bool may_overlap)
     : TensorImpl(DispatchKeySet(DispatchKey::Functionalize), value.dtype(), value.device()),
       level_(level),
@@ -159,12 +167,13 @@ Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, V
   steps.push_back(std::move(step));
   const bool overlap = base.may_overlap() || shares_elements;
   return Tensor(IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(
-      std::move(value), level, base.base(), std::move(steps), overlap)));
+      std::move(value), level, IntrusivePtr<FunctionalBase>(base.base()), std::move(steps), overlap)));
 }
 
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base,
                             const OperatorHandle& op, const ViewIntArgs& args, int64_t level) {
-  auto* view = new FunctionalTensorWrapper(std::move(value), level, base.base(), base.steps(),
+  auto* view = new FunctionalTensorWrapper(std::move(value), level,
+                                           IntrusivePtr<FunctionalBase>(base.base()), base.steps(),
                                            base.may_overlap());
   view->last_step_.emplace(FunctionalTensorWrapper::UnboxedStep{op, args});
   return Tensor(IntrusivePtr<TensorImpl>::adopt_new(view));

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <vector>
 
@@ -49,10 +48,14 @@ namespace strata::functionalization {
 // Under them every write is made out of place; one through a view rebuilds the
 // root (scatter_into_root).
 
-// What a root and all views of it share.
+// What a root and all views of it share. One is made per op result of the
+// level: it comes from the per-thread block cache and holds its own count.
 class FunctionalTensorWrapper;
 
-struct FunctionalBase {
+struct FunctionalBase final : RefCounted {
+  static void* operator new(size_t nbytes);
+  static void operator delete(void* ptr, size_t nbytes);
+
   // The root's current value, a tensor of the level below.
   Tensor value;
   // Bumped by every write to the root or a view of it.
@@ -149,7 +152,7 @@ class FunctionalTensorWrapper final : public TensorImpl {
   // A root: a new tensor of the level (an input, or the output of an op).
   FunctionalTensorWrapper(Tensor value, int64_t level);
   // A view of `base` made by `steps` from its root.
-  FunctionalTensorWrapper(Tensor value, int64_t level, std::shared_ptr<FunctionalBase> base,
+  FunctionalTensorWrapper(Tensor value, int64_t level, IntrusivePtr<FunctionalBase> base,
                           std::vector<ViewStep> steps, bool may_overlap);
   ~FunctionalTensorWrapper() override;
   FunctionalTensorWrapper(const FunctionalTensorWrapper&) = delete;
@@ -158,7 +161,7 @@ class FunctionalTensorWrapper final : public TensorImpl {
   // The value as of the last sync (see is_stale).
   const Tensor& value() const { return value_; }
   int64_t level() const { return level_; }
-  const std::shared_ptr<FunctionalBase>& base() const { return base_; }
+  FunctionalBase* base() const { return base_.get(); }
   bool is_view() const { return !steps_.empty() || last_step_.has_value(); }
   // The view ops that make this view from its root.
   const std::vector<ViewStep>& steps() const {
@@ -211,7 +214,7 @@ class FunctionalTensorWrapper final : public TensorImpl {
 
   Tensor value_;
   int64_t level_;
-  std::shared_ptr<FunctionalBase> base_;
+  IntrusivePtr<FunctionalBase> base_;
   // The steps, the last one possibly still unboxed in last_step_.
   mutable std::vector<ViewStep> steps_;
   mutable std::optional<UnboxedStep> last_step_;
