@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "tensor/allocator.h"
+#include "tensor/error.h"
 #include "tensor/small_vector.h"
 #include "transforms/view_tracking.h"
 
@@ -72,13 +73,20 @@ void FunctionalBase::operator delete(void* ptr, size_t nbytes) {
 }
 
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
-    : FunctionalTensorWrapper(value, level, IntrusivePtr<FunctionalBase>::adopt_new(new FunctionalBase()),
-                              {}, false) {
+    : TensorImpl(DispatchKeySet(DispatchKey::Functionalize), value.dtype(), value.device()),
+      level_(level),
+      base_(IntrusivePtr<FunctionalBase>::adopt_new(new FunctionalBase())),
+      view_(false),
+      may_overlap_(false),
+      addresses_memory_(false),
+      generation_(0) {
   base_->serial = epoch.load(std::memory_order_relaxed);
   base_->overlapping = may_share_elements(value);
   base_->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
   base_->value = std::move(value);
-  over_root_memory_ = value_.impl()->has_storage();
+  copy_shape_from(*base_->value.impl());
+  over_root_memory_ = base_->value.impl()->has_storage();
+  join_members();
 }
 
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
@@ -88,6 +96,7 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
       level_(level),
       base_(std::move(base)),
       steps_(std::move(steps)),
+      view_(true),
       may_overlap_(may_overlap),
       addresses_memory_(std::any_of(steps_.begin(), steps_.end(),
                                     [](const ViewStep& step) {
@@ -99,6 +108,10 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
     root_offset_ = base_->value.storage_offset();
   }
   set_value(std::move(value));
+  join_members();
+}
+
+void FunctionalTensorWrapper::join_members() {
   next_member_ = base_->members;
   if (next_member_ != nullptr) next_member_->prev_member_ = this;
   base_->members = this;
@@ -115,9 +128,9 @@ FunctionalTensorWrapper::~FunctionalTensorWrapper() {
   }
 }
 
-// The root's value is held by the base and by the root wrapper (when synced);
-// each view wrapper's value is a tensor of its own over the same memory, held
-// by that wrapper alone; the memory is also held by `storage` while it is the
+// The root's value is held by the base alone (Note [A root's value]); each
+// view wrapper's value is a tensor of its own over the same memory, held by
+// that wrapper alone; the memory is also held by `storage` while it is the
 // first value's. Any other holder raises a count past these.
 bool FunctionalBase::held_only_by_family() const {
   const TensorImpl* root = value.impl();
@@ -126,6 +139,7 @@ bool FunctionalBase::held_only_by_family() const {
   uint32_t root_holders = 1;
   uint32_t memory_holders = storage.get() == memory ? 2 : 1;
   for (const FunctionalTensorWrapper* w = members; w != nullptr; w = w->next_member()) {
+    if (!w->is_view()) continue;
     const TensorImpl* v = w->value().impl();
     if (v == nullptr) continue;
     if (v == root) {
@@ -139,13 +153,19 @@ bool FunctionalBase::held_only_by_family() const {
 }
 
 void FunctionalTensorWrapper::set_value(Tensor value) {
-  value_ = std::move(value);
-  copy_shape_from(*value_.impl());
+  const Tensor& root = base_->value;
   generation_ = base_->generation;
   value_epoch_ = base_->value_epoch;
-  const Tensor& root = base_->value;
-  over_root_memory_ = root.defined() && value_.impl()->has_storage() &&
-                      root.impl()->has_storage() &&
+  if (!view_) {
+    STRATA_CHECK(value.impl() == root.impl(), "functionalize",
+                 "internal: a root wrapper was given a value other than its base's");
+    copy_shape_from(*root.impl());
+    over_root_memory_ = root.impl()->has_storage();
+    return;
+  }
+  value_ = std::move(value);
+  copy_shape_from(*value_.impl());
+  over_root_memory_ = root.defined() && value_.impl()->has_storage() && root.impl()->has_storage() &&
                       value_.impl()->storage().get() == root.impl()->storage().get();
 }
 

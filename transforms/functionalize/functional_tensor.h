@@ -147,6 +147,14 @@ struct ViewIntArgs {
   }
 };
 
+// Note [A root's value]
+// A root wrapper's synced value is always its base's value: every write to the
+// root sets both, and a stale root regenerates to it. So a root reads it from
+// the base instead of holding a second reference: a root is made for every op
+// result of the level, and each reference taken and dropped is a locked
+// read-modify-write. A stale root then sees the base's newer value where it
+// would have kept its old one, but a stale value is read only through a sync
+// (value_source()), which gives it that newer value anyway.
 class FunctionalTensorWrapper final : public TensorImpl {
  public:
   // A root: a new tensor of the level (an input, or the output of an op).
@@ -158,11 +166,12 @@ class FunctionalTensorWrapper final : public TensorImpl {
   FunctionalTensorWrapper(const FunctionalTensorWrapper&) = delete;
   FunctionalTensorWrapper& operator=(const FunctionalTensorWrapper&) = delete;
 
-  // The value as of the last sync (see is_stale).
-  const Tensor& value() const { return value_; }
+  // The value as of the last sync (see is_stale). A root's is its base's
+  // value, which it does not hold again (Note [A root's value]).
+  const Tensor& value() const { return view_ ? value_ : base_->value; }
   int64_t level() const { return level_; }
   FunctionalBase* base() const { return base_.get(); }
-  bool is_view() const { return !steps_.empty() || last_step_.has_value(); }
+  bool is_view() const { return view_; }
   // The view ops that make this view from its root.
   const std::vector<ViewStep>& steps() const {
     if (last_step_) box_last_step();
@@ -177,7 +186,8 @@ class FunctionalTensorWrapper final : public TensorImpl {
     return generation_ != base_->generation &&
            !(over_root_memory_ && value_epoch_ == base_->value_epoch);
   }
-  // Points the wrapper at `value`, current as of the base's generation.
+  // Points the wrapper at `value`, current as of the base's generation (a
+  // root's: its base's value).
   void set_value(Tensor value);
   // The value, written in place, is current as of the base's generation.
   void mark_current() { generation_ = base_->generation; }
@@ -191,7 +201,7 @@ class FunctionalTensorWrapper final : public TensorImpl {
   const char* impl_name() const override { return "FunctionalTensorWrapper"; }
   // A stale value is not this tensor's: reading it goes through a sync instead.
   const TensorImpl* value_source() const override {
-    return is_stale() ? this : value_.impl()->value_source();
+    return is_stale() ? this : value().impl()->value_source();
   }
   const StorageImpl* underlying_storage() const override { return base_->storage.get(); }
   // As a storage's version: bumped by every write to the root or a view of it,
@@ -211,13 +221,17 @@ class FunctionalTensorWrapper final : public TensorImpl {
   };
   // Appends last_step_, boxed, to steps_.
   void box_last_step() const;
+  // Links the wrapper into base_->members.
+  void join_members();
 
+  // A view's value; a root's is its base's (value_ stays empty).
   Tensor value_;
   int64_t level_;
   IntrusivePtr<FunctionalBase> base_;
   // The steps, the last one possibly still unboxed in last_step_.
   mutable std::vector<ViewStep> steps_;
   mutable std::optional<UnboxedStep> last_step_;
+  bool view_;
   bool may_overlap_;
   // Set from the boxed steps: the one step a typed kernel leaves unboxed is
   // never as_strided (whose view may overlap: it has no typed kernel).
