@@ -78,7 +78,6 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
       base_(IntrusivePtr<FunctionalBase>::adopt_new(new FunctionalBase())),
       view_(false),
       may_overlap_(false),
-      addresses_memory_(false),
       generation_(0) {
   base_->serial = epoch.load(std::memory_order_relaxed);
   base_->overlapping = may_share_elements(value);
@@ -90,22 +89,19 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
 }
 
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
-                                                 IntrusivePtr<FunctionalBase> base,
-                                                 std::vector<ViewStep> steps, bool may_overlap)
+                                                 const FunctionalTensorWrapper& parent,
+                                                 std::vector<ViewStep> steps, bool may_overlap,
+                                                 bool addresses_memory)
     : TensorImpl(DispatchKeySet(DispatchKey::Functionalize), value.dtype(), value.device()),
       level_(level),
-      base_(std::move(base)),
+      base_(parent.base_),
       steps_(std::move(steps)),
       view_(true),
       may_overlap_(may_overlap),
-      addresses_memory_(std::any_of(steps_.begin(), steps_.end(),
-                                    [](const ViewStep& step) {
-                                      return step.op.operator_name().name == "strata::as_strided";
-                                    })),
       generation_(base_->generation) {
-  if (addresses_memory_) {
-    root_strides_ = DimVector(base_->value.strides());
-    root_offset_ = base_->value.storage_offset();
+  if (addresses_memory) {
+    root_layout_ = std::make_unique<const RootLayout>(
+        RootLayout{DimVector(base_->value.strides()), base_->value.storage_offset()});
   }
   set_value(std::move(value));
   join_members();
@@ -170,8 +166,8 @@ void FunctionalTensorWrapper::set_value(Tensor value) {
 }
 
 bool FunctionalTensorWrapper::root_layout_unchanged() const {
-  return base_->value.strides() == IntArrayRef(root_strides_) &&
-         base_->value.storage_offset() == root_offset_;
+  return base_->value.strides() == IntArrayRef(root_layout_->strides) &&
+         base_->value.storage_offset() == root_layout_->offset;
 }
 
 Tensor make_functional(Tensor value, int64_t level) {
@@ -184,17 +180,21 @@ Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, V
   std::vector<ViewStep> steps;
   steps.reserve(base.steps().size() + 1);
   steps.insert(steps.end(), base.steps().begin(), base.steps().end());
+  const bool addresses_memory =
+      base.addresses_memory() || step.op.operator_name().name == "strata::as_strided";
   steps.push_back(std::move(step));
   const bool overlap = base.may_overlap() || shares_elements;
   return Tensor(IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(
-      std::move(value), level, IntrusivePtr<FunctionalBase>(base.base()), std::move(steps), overlap)));
+      std::move(value), level, base, std::move(steps), overlap, addresses_memory)));
 }
 
+// The one step a typed kernel leaves unboxed is never as_strided (whose view
+// may overlap: it has no typed kernel), so the view addresses memory only
+// where its parent does.
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base,
                             const OperatorHandle& op, const ViewIntArgs& args, int64_t level) {
-  auto* view = new FunctionalTensorWrapper(std::move(value), level,
-                                           IntrusivePtr<FunctionalBase>(base.base()), base.steps(),
-                                           base.may_overlap());
+  auto* view = new FunctionalTensorWrapper(std::move(value), level, base, base.steps(),
+                                           base.may_overlap(), base.addresses_memory());
   view->last_step_.emplace(FunctionalTensorWrapper::UnboxedStep{op, args});
   return Tensor(IntrusivePtr<TensorImpl>::adopt_new(view));
 }

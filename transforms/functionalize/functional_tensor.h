@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -159,9 +160,6 @@ class FunctionalTensorWrapper final : public TensorImpl {
  public:
   // A root: a new tensor of the level (an input, or the output of an op).
   FunctionalTensorWrapper(Tensor value, int64_t level);
-  // A view of `base` made by `steps` from its root.
-  FunctionalTensorWrapper(Tensor value, int64_t level, IntrusivePtr<FunctionalBase> base,
-                          std::vector<ViewStep> steps, bool may_overlap);
   ~FunctionalTensorWrapper() override;
   FunctionalTensorWrapper(const FunctionalTensorWrapper&) = delete;
   FunctionalTensorWrapper& operator=(const FunctionalTensorWrapper&) = delete;
@@ -192,7 +190,7 @@ class FunctionalTensorWrapper final : public TensorImpl {
   // The value, written in place, is current as of the base's generation.
   void mark_current() { generation_ = base_->generation; }
   // Whether a step is as_strided, which addresses memory, not elements.
-  bool addresses_memory() const { return addresses_memory_; }
+  bool addresses_memory() const { return root_layout_ != nullptr; }
   // Whether the root's value is laid out (strides, offset) as it was when this
   // view was made: a view that addresses memory regenerates only from such a
   // value. (Recorded for such views only.)
@@ -213,8 +211,13 @@ class FunctionalTensorWrapper final : public TensorImpl {
   const FunctionalTensorWrapper* next_member() const { return next_member_; }
 
  private:
+  friend Tensor make_functional_view(Tensor, const FunctionalTensorWrapper&, ViewStep, int64_t,
+                                     bool);
   friend Tensor make_functional_view(Tensor, const FunctionalTensorWrapper&, const OperatorHandle&,
                                      const ViewIntArgs&, int64_t);
+  // A view of `parent`'s root made by `steps` from it.
+  FunctionalTensorWrapper(Tensor value, int64_t level, const FunctionalTensorWrapper& parent,
+                          std::vector<ViewStep> steps, bool may_overlap, bool addresses_memory);
   struct UnboxedStep {
     OperatorHandle op;
     ViewIntArgs args;
@@ -233,16 +236,19 @@ class FunctionalTensorWrapper final : public TensorImpl {
   mutable std::optional<UnboxedStep> last_step_;
   bool view_;
   bool may_overlap_;
-  // Set from the boxed steps: the one step a typed kernel leaves unboxed is
-  // never as_strided (whose view may overlap: it has no typed kernel).
-  bool addresses_memory_;
   uint64_t generation_;
   // The base's value_epoch when value_ was set, and whether value_ lies over
   // the memory of the root's value then.
   uint64_t value_epoch_ = 0;
   bool over_root_memory_ = false;
-  DimVector root_strides_;
-  int64_t root_offset_ = 0;
+  // The root value's strides and offset when the view was made, kept only by
+  // a view that addresses memory (root_layout_unchanged): most views never
+  // need them.
+  struct RootLayout {
+    DimVector strides;
+    int64_t offset;
+  };
+  std::unique_ptr<const RootLayout> root_layout_;
   FunctionalTensorWrapper* prev_member_ = nullptr;
   FunctionalTensorWrapper* next_member_ = nullptr;
 };
