@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 
 #include "tensor/allocator.h"
 #include "tensor/error.h"
@@ -75,16 +76,19 @@ void FunctionalBase::operator delete(void* ptr, size_t nbytes) {
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
     : TensorImpl(DispatchKeySet(DispatchKey::Functionalize), value.dtype(), value.device()),
       level_(level),
-      base_(IntrusivePtr<FunctionalBase>::adopt_new(new FunctionalBase())),
+      base_(nullptr),
       view_(false),
       may_overlap_(false),
       generation_(0) {
-  base_->serial = epoch.load(std::memory_order_relaxed);
-  base_->overlapping = may_share_elements(value);
-  base_->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
-  base_->value = std::move(value);
-  copy_shape_from(*base_->value.impl());
-  over_root_memory_ = base_->value.impl()->has_storage();
+  // Owned here until the wrapper joins it.
+  auto base = std::make_unique<FunctionalBase>();
+  base->serial = epoch.load(std::memory_order_relaxed);
+  base->overlapping = may_share_elements(value);
+  base->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
+  base->value = std::move(value);
+  copy_shape_from(*base->value.impl());
+  over_root_memory_ = base->value.impl()->has_storage();
+  base_ = base.release();
   join_members();
 }
 
@@ -122,6 +126,7 @@ FunctionalTensorWrapper::~FunctionalTensorWrapper() {
   if (next_member_ != nullptr) {
     next_member_->prev_member_ = prev_member_;
   }
+  if (base_->members == nullptr) delete base_;
 }
 
 // The root's value is held by the base alone (Note [A root's value]); each

@@ -50,10 +50,18 @@ namespace strata::functionalization {
 // root (scatter_into_root).
 
 // What a root and all views of it share. One is made per op result of the
-// level: it comes from the per-thread block cache and holds its own count.
+// level, from the per-thread block cache. It lives while it has members: its
+// wrappers hold it through the member list, which they join and leave anyway,
+// with no reference count of its own (each count taken and dropped would be a
+// locked read-modify-write per view). Like that list, a family's wrappers are
+// made and freed by one thread at a time, not necessarily the one that made
+// the root.
 class FunctionalTensorWrapper;
 
-struct FunctionalBase final : RefCounted {
+struct FunctionalBase {
+  FunctionalBase() = default;
+  FunctionalBase(const FunctionalBase&) = delete;
+  FunctionalBase& operator=(const FunctionalBase&) = delete;
   static void* operator new(size_t nbytes);
   static void operator delete(void* ptr, size_t nbytes);
 
@@ -79,7 +87,8 @@ struct FunctionalBase final : RefCounted {
   // watch's first; one made after, not.
   uint64_t serial = 0;
   // The live wrappers of the root and its views, linked through their
-  // next_member() (Note [Writing the root's memory]).
+  // next_member() (Note [Writing the root's memory]); the last one to leave
+  // frees the base.
   FunctionalTensorWrapper* members = nullptr;
 
   // Whether nothing but `value` and the values of `members` holds the memory
@@ -168,7 +177,7 @@ class FunctionalTensorWrapper final : public TensorImpl {
   // value, which it does not hold again (Note [A root's value]).
   const Tensor& value() const { return view_ ? value_ : base_->value; }
   int64_t level() const { return level_; }
-  FunctionalBase* base() const { return base_.get(); }
+  FunctionalBase* base() const { return base_; }
   bool is_view() const { return view_; }
   // The view ops that make this view from its root.
   const std::vector<ViewStep>& steps() const {
@@ -224,13 +233,15 @@ class FunctionalTensorWrapper final : public TensorImpl {
   };
   // Appends last_step_, boxed, to steps_.
   void box_last_step() const;
-  // Links the wrapper into base_->members.
+  // Links the wrapper into base_->members: the last step of a constructor, so
+  // that one that throws leaves no member behind.
   void join_members();
 
   // A view's value; a root's is its base's (value_ stays empty).
   Tensor value_;
   int64_t level_;
-  IntrusivePtr<FunctionalBase> base_;
+  // Held through the member list (FunctionalBase).
+  FunctionalBase* base_;
   // The steps, the last one possibly still unboxed in last_step_.
   mutable std::vector<ViewStep> steps_;
   mutable std::optional<UnboxedStep> last_step_;
