@@ -166,7 +166,8 @@ void FunctionalTensorWrapper::set_value(Tensor value) {
   }
   value_ = std::move(value);
   copy_shape_from(*value_.impl());
-  over_root_memory_ = root.defined() && value_.impl()->has_storage() && root.impl()->has_storage() &&
+  over_root_memory_ = root.defined() && value_.impl()->has_storage() &&
+                      root.impl()->has_storage() &&
                       value_.impl()->storage().get() == root.impl()->storage().get();
 }
 
