@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 
+#include "tensor/allocator.h"
+#include "tensor/error.h"
 #include "tensor/small_vector.h"
 #include "transforms/view_tracking.h"
 
@@ -64,33 +67,51 @@ void WriteWatch::argument(Tensor& value, uint64_t serial, int64_t level) {
   tls_watch_ = this;
 }
 
+void* FunctionalBase::operator new(size_t nbytes) { return cached_host_allocate(nbytes); }
+
+void FunctionalBase::operator delete(void* ptr, size_t nbytes) {
+  cached_host_deallocate(ptr, nbytes);
+}
+
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level)
-    : FunctionalTensorWrapper(value, level, std::make_shared<FunctionalBase>(), {}, false) {
-  base_->serial = epoch.load(std::memory_order_relaxed);
-  base_->overlapping = may_share_elements(value);
-  base_->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
-  base_->value = std::move(value);
-  over_root_memory_ = value_.impl()->has_storage();
+    : TensorImpl(DispatchKeySet(DispatchKey::Functionalize), value.dtype(), value.device()),
+      level_(level),
+      base_(nullptr),
+      view_(false),
+      may_overlap_(false),
+      generation_(0) {
+  // Owned here until the wrapper joins it.
+  auto base = std::make_unique<FunctionalBase>();
+  base->serial = epoch.load(std::memory_order_relaxed);
+  base->overlapping = may_share_elements(value);
+  base->storage = Storage(const_cast<StorageImpl*>(value.impl()->underlying_storage()));
+  base->value = std::move(value);
+  copy_shape_from(*base->value.impl());
+  over_root_memory_ = base->value.impl()->has_storage();
+  base_ = base.release();
+  join_members();
 }
 
 FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
-                                                 std::shared_ptr<FunctionalBase> base,
-                                                 std::vector<ViewStep> steps, bool may_overlap)
+                                                 const FunctionalTensorWrapper& parent,
+                                                 std::vector<ViewStep> steps, bool may_overlap,
+                                                 bool addresses_memory)
     : TensorImpl(DispatchKeySet(DispatchKey::Functionalize), value.dtype(), value.device()),
       level_(level),
-      base_(std::move(base)),
+      base_(parent.base_),
       steps_(std::move(steps)),
+      view_(true),
       may_overlap_(may_overlap),
-      addresses_memory_(std::any_of(steps_.begin(), steps_.end(),
-                                    [](const ViewStep& step) {
-                                      return step.op.operator_name().name == "strata::as_strided";
-                                    })),
       generation_(base_->generation) {
-  if (addresses_memory_) {
-    root_strides_ = DimVector(base_->value.strides());
-    root_offset_ = base_->value.storage_offset();
+  if (addresses_memory) {
+    root_layout_ = std::make_unique<const RootLayout>(
+        RootLayout{DimVector(base_->value.strides()), base_->value.storage_offset()});
   }
   set_value(std::move(value));
+  join_members();
+}
+
+void FunctionalTensorWrapper::join_members() {
   next_member_ = base_->members;
   if (next_member_ != nullptr) next_member_->prev_member_ = this;
   base_->members = this;
@@ -105,11 +126,12 @@ FunctionalTensorWrapper::~FunctionalTensorWrapper() {
   if (next_member_ != nullptr) {
     next_member_->prev_member_ = prev_member_;
   }
+  if (base_->members == nullptr) delete base_;
 }
 
-// The root's value is held by the base and by the root wrapper (when synced);
-// each view wrapper's value is a tensor of its own over the same memory, held
-// by that wrapper alone; the memory is also held by `storage` while it is the
+// The root's value is held by the base alone (Note [A root's value]); each
+// view wrapper's value is a tensor of its own over the same memory, held by
+// that wrapper alone; the memory is also held by `storage` while it is the
 // first value's. Any other holder raises a count past these.
 bool FunctionalBase::held_only_by_family() const {
   const TensorImpl* root = value.impl();
@@ -118,6 +140,7 @@ bool FunctionalBase::held_only_by_family() const {
   uint32_t root_holders = 1;
   uint32_t memory_holders = storage.get() == memory ? 2 : 1;
   for (const FunctionalTensorWrapper* w = members; w != nullptr; w = w->next_member()) {
+    if (!w->is_view()) continue;
     const TensorImpl* v = w->value().impl();
     if (v == nullptr) continue;
     if (v == root) {
@@ -131,19 +154,26 @@ bool FunctionalBase::held_only_by_family() const {
 }
 
 void FunctionalTensorWrapper::set_value(Tensor value) {
-  value_ = std::move(value);
-  copy_shape_from(*value_.impl());
+  const Tensor& root = base_->value;
   generation_ = base_->generation;
   value_epoch_ = base_->value_epoch;
-  const Tensor& root = base_->value;
+  if (!view_) {
+    STRATA_CHECK(value.impl() == root.impl(), "functionalize",
+                 "internal: a root wrapper was given a value other than its base's");
+    copy_shape_from(*root.impl());
+    over_root_memory_ = root.impl()->has_storage();
+    return;
+  }
+  value_ = std::move(value);
+  copy_shape_from(*value_.impl());
   over_root_memory_ = root.defined() && value_.impl()->has_storage() &&
                       root.impl()->has_storage() &&
                       value_.impl()->storage().get() == root.impl()->storage().get();
 }
 
 bool FunctionalTensorWrapper::root_layout_unchanged() const {
-  return base_->value.strides() == IntArrayRef(root_strides_) &&
-         base_->value.storage_offset() == root_offset_;
+  return base_->value.strides() == IntArrayRef(root_layout_->strides) &&
+         base_->value.storage_offset() == root_layout_->offset;
 }
 
 Tensor make_functional(Tensor value, int64_t level) {
@@ -156,16 +186,21 @@ Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, V
   std::vector<ViewStep> steps;
   steps.reserve(base.steps().size() + 1);
   steps.insert(steps.end(), base.steps().begin(), base.steps().end());
+  const bool addresses_memory =
+      base.addresses_memory() || step.op.operator_name().name == "strata::as_strided";
   steps.push_back(std::move(step));
   const bool overlap = base.may_overlap() || shares_elements;
   return Tensor(IntrusivePtr<TensorImpl>::adopt_new(new FunctionalTensorWrapper(
-      std::move(value), level, base.base(), std::move(steps), overlap)));
+      std::move(value), level, base, std::move(steps), overlap, addresses_memory)));
 }
 
+// The one step a typed kernel leaves unboxed is never as_strided (whose view
+// may overlap: it has no typed kernel), so the view addresses memory only
+// where its parent does.
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base,
                             const OperatorHandle& op, const ViewIntArgs& args, int64_t level) {
-  auto* view = new FunctionalTensorWrapper(std::move(value), level, base.base(), base.steps(),
-                                           base.may_overlap());
+  auto* view = new FunctionalTensorWrapper(std::move(value), level, base, base.steps(),
+                                           base.may_overlap(), base.addresses_memory());
   view->last_step_.emplace(FunctionalTensorWrapper::UnboxedStep{op, args});
   return Tensor(IntrusivePtr<TensorImpl>::adopt_new(view));
 }

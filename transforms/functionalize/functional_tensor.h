@@ -49,10 +49,22 @@ namespace strata::functionalization {
 // Under them every write is made out of place; one through a view rebuilds the
 // root (scatter_into_root).
 
-// What a root and all views of it share.
+// What a root and all views of it share. One is made per op result of the
+// level, from the per-thread block cache. It lives while it has members: its
+// wrappers hold it through the member list, which they join and leave anyway,
+// with no reference count of its own (each count taken and dropped would be a
+// locked read-modify-write per view). Like that list, a family's wrappers are
+// made and freed by one thread at a time, not necessarily the one that made
+// the root.
 class FunctionalTensorWrapper;
 
 struct FunctionalBase {
+  FunctionalBase() = default;
+  FunctionalBase(const FunctionalBase&) = delete;
+  FunctionalBase& operator=(const FunctionalBase&) = delete;
+  static void* operator new(size_t nbytes);
+  static void operator delete(void* ptr, size_t nbytes);
+
   // The root's current value, a tensor of the level below.
   Tensor value;
   // Bumped by every write to the root or a view of it.
@@ -75,7 +87,8 @@ struct FunctionalBase {
   // watch's first; one made after, not.
   uint64_t serial = 0;
   // The live wrappers of the root and its views, linked through their
-  // next_member() (Note [Writing the root's memory]).
+  // next_member() (Note [Writing the root's memory]); the last one to leave
+  // frees the base.
   FunctionalTensorWrapper* members = nullptr;
 
   // Whether nothing but `value` and the values of `members` holds the memory
@@ -144,22 +157,28 @@ struct ViewIntArgs {
   }
 };
 
+// Note [A root's value]
+// A root wrapper's synced value is always its base's value: every write to the
+// root sets both, and a stale root regenerates to it. So a root reads it from
+// the base instead of holding a second reference: a root is made for every op
+// result of the level, and each reference taken and dropped is a locked
+// read-modify-write. A stale root then sees the base's newer value where it
+// would have kept its old one, but a stale value is read only through a sync
+// (value_source()), which gives it that newer value anyway.
 class FunctionalTensorWrapper final : public TensorImpl {
  public:
   // A root: a new tensor of the level (an input, or the output of an op).
   FunctionalTensorWrapper(Tensor value, int64_t level);
-  // A view of `base` made by `steps` from its root.
-  FunctionalTensorWrapper(Tensor value, int64_t level, std::shared_ptr<FunctionalBase> base,
-                          std::vector<ViewStep> steps, bool may_overlap);
   ~FunctionalTensorWrapper() override;
   FunctionalTensorWrapper(const FunctionalTensorWrapper&) = delete;
   FunctionalTensorWrapper& operator=(const FunctionalTensorWrapper&) = delete;
 
-  // The value as of the last sync (see is_stale).
-  const Tensor& value() const { return value_; }
+  // The value as of the last sync (see is_stale). A root's is its base's
+  // value, which it does not hold again (Note [A root's value]).
+  const Tensor& value() const { return view_ ? value_ : base_->value; }
   int64_t level() const { return level_; }
-  const std::shared_ptr<FunctionalBase>& base() const { return base_; }
-  bool is_view() const { return !steps_.empty() || last_step_.has_value(); }
+  FunctionalBase* base() const { return base_; }
+  bool is_view() const { return view_; }
   // The view ops that make this view from its root.
   const std::vector<ViewStep>& steps() const {
     if (last_step_) box_last_step();
@@ -174,12 +193,13 @@ class FunctionalTensorWrapper final : public TensorImpl {
     return generation_ != base_->generation &&
            !(over_root_memory_ && value_epoch_ == base_->value_epoch);
   }
-  // Points the wrapper at `value`, current as of the base's generation.
+  // Points the wrapper at `value`, current as of the base's generation (a
+  // root's: its base's value).
   void set_value(Tensor value);
   // The value, written in place, is current as of the base's generation.
   void mark_current() { generation_ = base_->generation; }
   // Whether a step is as_strided, which addresses memory, not elements.
-  bool addresses_memory() const { return addresses_memory_; }
+  bool addresses_memory() const { return root_layout_ != nullptr; }
   // Whether the root's value is laid out (strides, offset) as it was when this
   // view was made: a view that addresses memory regenerates only from such a
   // value. (Recorded for such views only.)
@@ -188,7 +208,7 @@ class FunctionalTensorWrapper final : public TensorImpl {
   const char* impl_name() const override { return "FunctionalTensorWrapper"; }
   // A stale value is not this tensor's: reading it goes through a sync instead.
   const TensorImpl* value_source() const override {
-    return is_stale() ? this : value_.impl()->value_source();
+    return is_stale() ? this : value().impl()->value_source();
   }
   const StorageImpl* underlying_storage() const override { return base_->storage.get(); }
   // As a storage's version: bumped by every write to the root or a view of it,
@@ -200,32 +220,46 @@ class FunctionalTensorWrapper final : public TensorImpl {
   const FunctionalTensorWrapper* next_member() const { return next_member_; }
 
  private:
+  friend Tensor make_functional_view(Tensor, const FunctionalTensorWrapper&, ViewStep, int64_t,
+                                     bool);
   friend Tensor make_functional_view(Tensor, const FunctionalTensorWrapper&, const OperatorHandle&,
                                      const ViewIntArgs&, int64_t);
+  // A view of `parent`'s root made by `steps` from it.
+  FunctionalTensorWrapper(Tensor value, int64_t level, const FunctionalTensorWrapper& parent,
+                          std::vector<ViewStep> steps, bool may_overlap, bool addresses_memory);
   struct UnboxedStep {
     OperatorHandle op;
     ViewIntArgs args;
   };
   // Appends last_step_, boxed, to steps_.
   void box_last_step() const;
+  // Links the wrapper into base_->members: the last step of a constructor, so
+  // that one that throws leaves no member behind.
+  void join_members();
 
+  // A view's value; a root's is its base's (value_ stays empty).
   Tensor value_;
   int64_t level_;
-  std::shared_ptr<FunctionalBase> base_;
+  // Held through the member list (FunctionalBase).
+  FunctionalBase* base_;
   // The steps, the last one possibly still unboxed in last_step_.
   mutable std::vector<ViewStep> steps_;
   mutable std::optional<UnboxedStep> last_step_;
+  bool view_;
   bool may_overlap_;
-  // Set from the boxed steps: the one step a typed kernel leaves unboxed is
-  // never as_strided (whose view may overlap: it has no typed kernel).
-  bool addresses_memory_;
   uint64_t generation_;
   // The base's value_epoch when value_ was set, and whether value_ lies over
   // the memory of the root's value then.
   uint64_t value_epoch_ = 0;
   bool over_root_memory_ = false;
-  DimVector root_strides_;
-  int64_t root_offset_ = 0;
+  // The root value's strides and offset when the view was made, kept only by
+  // a view that addresses memory (root_layout_unchanged): most views never
+  // need them.
+  struct RootLayout {
+    DimVector strides;
+    int64_t offset;
+  };
+  std::unique_ptr<const RootLayout> root_layout_;
   FunctionalTensorWrapper* prev_member_ = nullptr;
   FunctionalTensorWrapper* next_member_ = nullptr;
 };
