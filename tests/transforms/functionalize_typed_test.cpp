@@ -10,22 +10,15 @@
 #include <utility>
 #include <vector>
 
+#include "tests/transforms/exact_values.h"
 #include "transforms/functionalize/functional_tensor.h"
 
 namespace strata {
 namespace {
 
-void expect_values(const Tensor& actual, const std::vector<double>& expected) {
-  ASSERT_TRUE(actual.defined());
-  EXPECT_EQ(actual.to_vector<double>(), expected);
-}
-
-Tensor vec(std::vector<double> v) {
-  const auto n = static_cast<int64_t>(v.size());
-  return tensor(v, {n});
-}
-
-Tensor num(double v) { return tensor({v}, {}); }
+using testing::expect_values;
+using testing::num;
+using testing::vec;
 
 // The memory under the root of a tensor of a functionalize level.
 const void* root_memory(const Tensor& t) {

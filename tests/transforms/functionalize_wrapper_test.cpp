@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/transforms/exact_values.h"
 #include "transforms/functionalize/functional_tensor.h"
 
 namespace strata {
@@ -18,17 +19,9 @@ namespace {
 using functionalization::as_functional;
 using functionalization::FunctionalTensorWrapper;
 
-void expect_values(const Tensor& actual, const std::vector<double>& expected) {
-  ASSERT_TRUE(actual.defined());
-  EXPECT_EQ(actual.to_vector<double>(), expected);
-}
-
-Tensor vec(std::vector<double> v) {
-  const auto n = static_cast<int64_t>(v.size());
-  return tensor(v, {n});
-}
-
-Tensor num(double v) { return tensor({v}, {}); }
+using testing::expect_values;
+using testing::num;
+using testing::vec;
 
 int members(const Tensor& t) {
   int n = 0;
