@@ -131,7 +131,7 @@ struct OutOfPlace<Tensor(Args...)> {
       return std::move(call_process(interpreter, op, keys, args...).back().to_tensor());
     }
     const Remove remove = interpreter.remove();
-    // Synced with the layer on top, before it is popped for the call.
+    // Synced with the layer on top, before the call goes below it.
     const auto values = std::forward_as_tuple(unwrapped(args, level, remove)...);
     Tensor out = below_level(how, [&] {
       return std::apply([this](const auto&... v) { return op.call(v...); }, values);
