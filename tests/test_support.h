@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <map>
@@ -68,6 +69,11 @@ class TransformStateRestored : public ::testing::Test {
  private:
   LocalDispatchKeySet before_;
 };
+
+// How many times `name` occurs among a graph's op names (Graph::op_names()).
+inline int count_ops(const std::vector<std::string>& names, const std::string& name) {
+  return static_cast<int>(std::count(names.begin(), names.end(), name));
+}
 
 // Same shape, and every value within atol + rtol * |expected| (NaNs match NaNs).
 inline ::testing::AssertionResult allclose(const Tensor& actual, const Tensor& expected,

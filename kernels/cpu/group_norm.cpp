@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/fixed_order_fold.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/row_statistics.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/tensor.h"
 
@@ -19,23 +20,6 @@ namespace strata::cpu {
 namespace {
 
 using fixed_order::Row;
-
-template <class T>
-struct RowStatistics {
-  T mean, rstd;
-};
-
-// Two passes (the mean, then the squares of the centred values): no cancellation.
-template <class T>
-RowStatistics<T> statistics(const Row<T>& row, int64_t count, double eps) {
-  const T mean = fixed_order::sum_rows<T>(
-                     count, [](const auto& x) { return x; }, row) /
-                 static_cast<T>(count);
-  const T variance = fixed_order::sum_rows<T>(
-                         count, [&](const auto& x) { return (x - mean).square(); }, row) /
-                     static_cast<T>(count);
-  return {mean, T(1) / std::sqrt(variance + static_cast<T>(eps))};
-}
 
 int64_t rows_per_task(const GroupNormGeometry& g) {
   const int64_t row = g.channels / g.groups * g.positions;
@@ -58,7 +42,7 @@ void forward(const Tensor& out, const Tensor& input, const Tensor* weight, const
     for (int64_t r = begin; r < end; ++r) {
       const int64_t first_channel = (r % g.groups) * per_group;
       const int64_t first = r * per_group * p;
-      const RowStatistics<T> s = statistics(Row<T>(x + first), per_group * p, g.eps);
+      const RowStatistics<T> s = row_statistics(Row<T>(x + first), per_group * p, g.eps);
       for (int64_t i = 0; i < per_group; ++i) {
         const int64_t c = first_channel + i;
         const T scale = w != nullptr ? s.rstd * w[c] : s.rstd;
@@ -98,7 +82,7 @@ void backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor&
         continue;
       }
       const int64_t first_channel = (r % g.groups) * per_group;
-      const RowStatistics<T> s = statistics(Row<T>(x + r * count), count, g.eps);
+      const RowStatistics<T> s = row_statistics(Row<T>(x + r * count), count, g.eps);
       auto channel = [&](const T* data, int64_t i) { return Row<T>(data + r * count + i * p); };
       T h_sum = 0, hc_sum = 0;
       for (int64_t i = 0; i < per_group; ++i) {

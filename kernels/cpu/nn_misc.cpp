@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/fixed_order_fold.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/row_statistics.h"
 #include "tensor/dispatch_dtype.h"
 #include "tensor/error.h"
 #include "tensor/philox.h"
@@ -27,14 +28,6 @@ double uniform(uint64_t seed, uint64_t counter) {
 
 using fixed_order::Row;
 
-// The mean of a row of n > 0 values.
-template <class T>
-T mean_of(const Row<T>& row, int64_t n) {
-  return fixed_order::sum_rows<T>(
-             n, [](const auto& x) { return x; }, row) /
-         static_cast<T>(n);
-}
-
 template <class T>
 void layer_norm(const Tensor& out, const Tensor& input, const Tensor* weight, const Tensor* bias,
                 int64_t rows, double eps) {
@@ -50,14 +43,9 @@ void layer_norm(const Tensor& out, const Tensor& input, const Tensor* weight, co
     for (int64_t r = begin; r < end; ++r) {
       Eigen::Map<const Array> row(x + r * features, features);
       Eigen::Map<Array> result(y + r * features, features);
-      const T mean = mean_of(Row<T>(x + r * features), features);
-      result = row - mean;
-      // Two passes (mean, then squares of the centred values): no cancellation.
-      const T variance =
-          fixed_order::sum_rows<T>(
-              features, [](const auto& c) { return c.square(); }, Row<T>(y + r * features)) /
-          static_cast<T>(features);
-      result *= T(1) / std::sqrt(variance + static_cast<T>(eps));
+      const RowStatistics<T> s = row_statistics(Row<T>(x + r * features), features, eps);
+      result = row - s.mean;
+      result *= s.rstd;
       if (w != nullptr) result *= Eigen::Map<const Array>(w, features);
       if (b != nullptr) result += Eigen::Map<const Array>(b, features);
     }
@@ -82,13 +70,8 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_output, co
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const Row<T> row(x + r * features), grad(g + r * features);
-      const T mean = mean_of(row, features);
-      const T rstd =
-          T(1) /
-          std::sqrt(fixed_order::sum_rows<T>(
-                        features, [&](const auto& x_) { return (x_ - mean).square(); }, row) /
-                        count +
-                    static_cast<T>(eps));
+      const RowStatistics<T> s = row_statistics(row, features, eps);
+      const T mean = s.mean, rstd = s.rstd;
       // h = g * weight, or g; c = x - mean.
       auto gradient = [&](const auto& h, const auto& x_, T h_mean, T hc_mean) {
         return rstd * (h - h_mean) - (x_ - mean) * (rstd * rstd * rstd * hc_mean);

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <strata/strata.h>
 
-#include <algorithm>
 #include <string>
 #include <tuple>
 
@@ -15,13 +14,9 @@ namespace st = strata;
 namespace {
 
 using st::testing::allclose;
+using st::testing::count_ops;
 using st::testing::error_message;
 using st::testing::expect_contains;
-
-int count(const st::Graph& g, const std::string& name) {
-  const std::vector<std::string> names = g.op_names();
-  return static_cast<int>(std::count(names.begin(), names.end(), name));
-}
 
 // sum(x * x^2) = sum(x^3) when x sums above 0, else sum(sin x - x^2); the
 // branches capture z = x^2, so half of the gradient flows through the capture.
@@ -42,9 +37,10 @@ TEST(ControlFlowTraceGrad, GradOfCondWithACaptureReplaysBothBranches) {
   for (st::TraceMode mode : {st::TraceMode::Real, st::TraceMode::Fake}) {
     const st::Graph g = st::trace(st::grad(capturing_loss), {.mode = mode})(x);
     // The forward cond and its backward cond.
-    EXPECT_EQ(count(g, "strata::cond"), 2) << g.to_string();
+    EXPECT_EQ(count_ops(g.op_names(), "strata::cond"), 2) << g.to_string();
     for (const st::Tensor& input : {x, -x, x * 3.0, st::tensor({-1.0, 0.5, 0.25}, {3})}) {
-      EXPECT_TRUE(allclose(g(input).at(0), capturing_loss_grad(input))) << input.sum().item<double>();
+      EXPECT_TRUE(allclose(g(input).at(0), capturing_loss_grad(input)))
+          << input.sum().item<double>();
     }
   }
   // Traced from the other branch.
@@ -56,7 +52,8 @@ TEST(ControlFlowTraceGrad, GradOfCondWithACaptureReplaysBothBranches) {
 // x * x when x sums above 0, else sin x.
 st::Tensor square_or_sin(const st::Tensor& x) {
   return st::cond(
-      x.sum() > 0.0, [](const st::Tensor& a) { return a * a; }, [](const st::Tensor& a) { return a.sin(); }, x);
+      x.sum() > 0.0, [](const st::Tensor& a) { return a * a; },
+      [](const st::Tensor& a) { return a.sin(); }, x);
 }
 
 TEST(ControlFlowTraceGrad, VjpAndJacrevOfCond) {
@@ -85,16 +82,17 @@ TEST(ControlFlowTraceGrad, CondInAScanStepUnderGrad) {
   auto last = [&](const st::Tensor& c0) {
     return st::scan(
                [](const st::Tensor& c, const st::Tensor& x) {
-                 const st::Tensor next = st::cond(
-                     (c * x).sum() > 0.0, [](const st::Tensor& u, const st::Tensor& v) { return u * v; },
-                     [](const st::Tensor& u, const st::Tensor& v) { return u + v; }, c, x);
+                 const st::Tensor next =
+                     st::cond((c * x).sum() > 0.0,
+                              [](const st::Tensor& u, const st::Tensor& v) { return u * v; },
+                              [](const st::Tensor& u, const st::Tensor& v) { return u + v; }, c, x);
                  return std::pair{next, next};
                },
                c0, xs)
         .first.sum();
   };
   const st::Graph g = st::trace(st::grad(last))(st::tensor({2.0}, {1}));
-  EXPECT_EQ(count(g, "strata::cond"), 6) << g.to_string();
+  EXPECT_EQ(count_ops(g.op_names(), "strata::cond"), 6) << g.to_string();
   // The derivative is the product of each step's: x where it multiplied, 1
   // where it added.
   // From 2: 2 * 1 = 2 (d 1); 2 * -2 < 0: 2 - 2 = 0 (d 1); 0 * 0.5 = 0: 0.5 (d 1).

@@ -14,18 +14,16 @@ namespace st = strata;
 namespace {
 
 using st::testing::allclose;
+using st::testing::count_ops;
 using st::testing::error_message;
 using st::testing::expect_contains;
-
-int count(const std::vector<std::string>& names, const std::string& name) {
-  return static_cast<int>(std::count(names.begin(), names.end(), name));
-}
 
 // cond on the data: sin(x) * w if sum(x) > 0, else cos(x) + w; w is captured.
 st::Tensor branchy(const st::Tensor& x, const st::Tensor& w) {
   const st::Tensor scale = w.exp();
-  return st::cond(x.sum() > 0.0, [&](const st::Tensor& a) { return a.sin() * scale; },
-                  [&](const st::Tensor& a) { return a.cos() + scale; }, x) *
+  return st::cond(
+             x.sum() > 0.0, [&](const st::Tensor& a) { return a.sin() * scale; },
+             [&](const st::Tensor& a) { return a.cos() + scale; }, x) *
          2.0;
 }
 st::Tensor branchy_with_if(const st::Tensor& x, const st::Tensor& w) {
@@ -38,9 +36,9 @@ TEST(ControlFlowTrace, CondIsOneNodeAndReplayTakesTheNewDatasBranch) {
   const st::Tensor w = st::tensor({0.1, 0.2, 0.3}, {3});
   const st::Graph g = st::trace(branchy)(x, w);
   const std::vector<std::string> names = g.op_names();
-  EXPECT_EQ(count(names, "strata::cond"), 1) << g.to_string();
-  EXPECT_EQ(count(names, "strata::sin"), 0) << g.to_string();
-  EXPECT_EQ(count(names, "strata::cos"), 0) << g.to_string();
+  EXPECT_EQ(count_ops(names, "strata::cond"), 1) << g.to_string();
+  EXPECT_EQ(count_ops(names, "strata::sin"), 0) << g.to_string();
+  EXPECT_EQ(count_ops(names, "strata::cos"), 0) << g.to_string();
   const st::Tensor w2 = st::tensor({-1.0, 0.5, 2.0}, {3});
   const st::Graph optimized = g.optimized();
   for (const st::Tensor& input : {x, -x, x * 3.0, -x - 1.0}) {
@@ -53,8 +51,9 @@ TEST(ControlFlowTrace, ABranchReturningItsOperandIsStillTheNodesResult) {
   // The traced run takes the identity branch; a replay taking the other one
   // must not read the operand where the node's result is used.
   auto f = [](const st::Tensor& v) {
-    return st::cond(v.sum() > 0.0, [](const st::Tensor& a) { return a; },
-                    [](const st::Tensor& a) { return -a; }, v) +
+    return st::cond(
+               v.sum() > 0.0, [](const st::Tensor& a) { return a; },
+               [](const st::Tensor& a) { return -a; }, v) +
            v * 10.0;
   };
   const st::Tensor x = st::tensor({0.5, 1.0}, {2});
@@ -84,7 +83,9 @@ TEST(ControlFlowTrace, ReplayUnderGradAndVmapDifferentiatesAndBatchesTheBranch) 
 using Carry = std::pair<st::Tensor, st::Tensor>;  // {value, step count}
 Carry grow(const st::Tensor& x0, const st::Tensor& rate) {
   return st::while_loop([](const Carry& c) { return c.first.sum() < 10.0; },
-                        [&](const Carry& c) { return Carry{c.first * rate + c.first.sin(), c.second + 1.0}; },
+                        [&](const Carry& c) {
+                          return Carry{c.first * rate + c.first.sin(), c.second + 1.0};
+                        },
                         Carry{x0, st::zeros({}, st::kFloat64)});
 }
 Carry grow_with_loop(const st::Tensor& x0, const st::Tensor& rate) {
@@ -97,8 +98,8 @@ TEST(ControlFlowTrace, WhileLoopReplayRunsAsManyStepsAsTheNewDataNeeds) {
   const st::Tensor x = st::tensor({0.5, 1.0, 0.25}, {3});
   const st::Tensor rate = st::tensor({1.5}, {});
   const st::Graph g = st::trace(grow)(x, rate);
-  EXPECT_EQ(count(g.op_names(), "strata::while_loop"), 1) << g.to_string();
-  EXPECT_EQ(count(g.op_names(), "strata::sin"), 0) << g.to_string();
+  EXPECT_EQ(count_ops(g.op_names(), "strata::while_loop"), 1) << g.to_string();
+  EXPECT_EQ(count_ops(g.op_names(), "strata::sin"), 0) << g.to_string();
   std::vector<double> steps;
   for (const st::Tensor& input : {x, x * 0.1, x * 10.0}) {
     for (const st::Tensor& r : {rate, st::tensor({1.1}, {})}) {
@@ -124,12 +125,14 @@ TEST(ControlFlowTrace, WhileLoopReplayRunsAsManyStepsAsTheNewDataNeeds) {
 
 // A small RNN over xs, with a data-dependent cond inside the step: the step's
 // subgraph holds a nested cond node, and h0's weight is captured two levels down.
-std::pair<st::Tensor, st::Tensor> rnn(const st::Tensor& h0, const st::Tensor& xs, const st::Tensor& w) {
+std::pair<st::Tensor, st::Tensor> rnn(const st::Tensor& h0, const st::Tensor& xs,
+                                      const st::Tensor& w) {
   return st::scan(
       [&](const st::Tensor& h, const st::Tensor& x) {
         const st::Tensor pre = (h * w + x).tanh();
-        const st::Tensor next = st::cond(x.sum() > 0.0, [&](const st::Tensor& p) { return p * w; },
-                                         [](const st::Tensor& p) { return -p; }, pre);
+        const st::Tensor next = st::cond(
+            x.sum() > 0.0, [&](const st::Tensor& p) { return p * w; },
+            [](const st::Tensor& p) { return -p; }, pre);
         return std::pair{next, next.sum()};
       },
       h0, xs);
@@ -154,7 +157,7 @@ TEST(ControlFlowTrace, ScanWithANestedCondReplaysPerStepChoices) {
   const st::Graph g = st::trace(rnn)(h0, xs, w);
   EXPECT_EQ(g.op_names(), std::vector<std::string>{"strata::scan"}) << g.to_string();
   const std::string text = g.to_string();
-  EXPECT_NE(text.find("  %"), std::string::npos) << text;          // an indented subgraph
+  EXPECT_NE(text.find("  %"), std::string::npos) << text;         // an indented subgraph
   EXPECT_NE(text.find("    return"), std::string::npos) << text;  // a subgraph's subgraph
   const st::Graph parsed = st::Graph::parse(text);
   EXPECT_EQ(parsed.to_string(), text);
@@ -171,8 +174,11 @@ TEST(ControlFlowTrace, ScanWithANestedCondReplaysPerStepChoices) {
 TEST(ControlFlowTrace, ReverseScanAndMapReplay) {
   const st::Tensor xs = st::tensor({0.5, 0.1, -1.0, -0.3, 0.2, 0.4}, {3, 2});
   auto suffix = [](const st::Tensor& v) {
-    return st::scan([](const st::Tensor& c, const st::Tensor& x) { return std::pair{c + x, c * x}; },
-                    st::zeros({2}, st::kFloat64), v, {.reverse = true});
+    return st::scan(
+        [](const st::Tensor& c, const st::Tensor& x) {
+          return std::pair{c + x, c * x};
+        },
+        st::zeros({2}, st::kFloat64), v, {.reverse = true});
   };
   const st::Graph g = st::trace(suffix)(xs);
   const st::Tensor other = xs * -2.0 + 1.0;
@@ -204,22 +210,23 @@ TEST(ControlFlowTrace, FakeModeRunsEveryBodysShapesAndChecksTheBranchesAgree) {
   const st::Tensor x = st::tensor({0.5, 1.0, 0.25}, {3});
   const st::Tensor w = st::tensor({0.1, 0.2, 0.3}, {3});
   const st::Graph g = st::trace(branchy, {.mode = st::TraceMode::Fake})(x, w);
-  EXPECT_EQ(count(g.op_names(), "strata::cond"), 1) << g.to_string();
+  EXPECT_EQ(count_ops(g.op_names(), "strata::cond"), 1) << g.to_string();
   EXPECT_TRUE(allclose(g(-x, w).at(0), branchy_with_if(-x, w)));
   const st::Graph loop = st::trace(grow, {.mode = st::TraceMode::Fake})(x, st::tensor({1.5}, {}));
   const Carry ref = grow_with_loop(x * 0.5, st::tensor({1.2}, {}));
   EXPECT_TRUE(allclose(loop(x * 0.5, st::tensor({1.2}, {})).at(0), ref.first));
   const st::Tensor xs = st::tensor({0.5, 0.1, -1.0, -0.3, 0.2, 0.4, -0.5, 0.1}, {4, 2});
-  const st::Graph scanned =
-      st::trace(rnn, {.mode = st::TraceMode::Fake})(st::zeros({2}, st::kFloat64), xs, w.narrow(0, 0, 2));
+  const st::Graph scanned = st::trace(rnn, {.mode = st::TraceMode::Fake})(
+      st::zeros({2}, st::kFloat64), xs, w.narrow(0, 0, 2));
   const auto [h, ys] = rnn_with_loop(st::zeros({2}, st::kFloat64), -xs, w.narrow(0, 0, 2));
   const std::vector<st::Tensor> out = scanned(st::zeros({2}, st::kFloat64), -xs, w.narrow(0, 0, 2));
   EXPECT_TRUE(allclose(out.at(0), h));
   EXPECT_TRUE(allclose(out.at(1), ys));
 
   auto mismatched = [](const st::Tensor& v) {
-    return st::cond(v.sum() > 0.0, [](const st::Tensor& a) { return a; },
-                    [](const st::Tensor& a) { return a.sum(); }, v);
+    return st::cond(
+        v.sum() > 0.0, [](const st::Tensor& a) { return a; },
+        [](const st::Tensor& a) { return a.sum(); }, v);
   };
   for (st::TraceMode mode : {st::TraceMode::Fake, st::TraceMode::Real}) {
     expect_contains(error_message([&] { st::trace(mismatched, {.mode = mode})(x); }),
@@ -236,14 +243,21 @@ TEST(ControlFlowTrace, FakeModeRunsEveryBodysShapesAndChecksTheBranchesAgree) {
 TEST(ControlFlowTrace, AFunctionThatWritesItsInputIsRefusedAndFunctionalizeRecordsIt) {
   const st::Tensor x = st::tensor({0.5, 1.0, 0.25}, {3});
   auto writes = [](const st::Tensor& v) {
-    return st::cond(v.sum() > 0.0, [](const st::Tensor& a) { return st::Tensor(a.add_(a)) * 2.0; },
-                    [](const st::Tensor& a) { return a * 3.0; }, v);
+    return st::cond(
+        v.sum() > 0.0, [](const st::Tensor& a) { return st::Tensor(a.add_(a)) * 2.0; },
+        [](const st::Tensor& a) { return a * 3.0; }, v);
   };
-  expect_contains(error_message([&] { st::trace(writes)(x.clone()); }),
-                  {"strata::cond", "true_fn", "writes its argument leaf 0", "add_", "functionalize"});
+  expect_contains(
+      error_message([&] { st::trace(writes)(x.clone()); }),
+      {"strata::cond", "true_fn", "writes its argument leaf 0", "add_", "functionalize"});
   auto writes_captured = [](const st::Tensor& v) {
     const st::Tensor acc = v * 1.0;
-    return st::map([&](const st::Tensor& a) { acc.select(0, 0).mul_(a); return a + acc.sum(); }, v);
+    return st::map(
+        [&](const st::Tensor& a) {
+          acc.select(0, 0).mul_(a);
+          return a + acc.sum();
+        },
+        v);
   };
   expect_contains(error_message([&] { st::trace(writes_captured)(x); }),
                   {"strata::map", "f writes captured tensor 0", "mul_"});
@@ -262,10 +276,16 @@ TEST(ControlFlowTrace, AFunctionThatWritesItsInputIsRefusedAndFunctionalizeRecor
   }
   auto writes_captured_then_reads = [](const st::Tensor& v) {
     const st::Tensor acc = v * 1.0;
-    const st::Tensor out = st::map([&](const st::Tensor& a) { acc.select(0, 0).mul_(a); return a + acc.sum(); }, v);
+    const st::Tensor out = st::map(
+        [&](const st::Tensor& a) {
+          acc.select(0, 0).mul_(a);
+          return a + acc.sum();
+        },
+        v);
     return out + acc.sum();
   };
-  EXPECT_TRUE(allclose(st::functionalize(writes_captured_then_reads)(x), writes_captured_then_reads(x)));
+  EXPECT_TRUE(
+      allclose(st::functionalize(writes_captured_then_reads)(x), writes_captured_then_reads(x)));
   // Traced inside functionalize the branches run on new roots of the level,
   // whose write could not reach the caller's tensor: refused.
   expect_contains(error_message([&] { st::trace(st::functionalize(writes))(x.clone()); }),
@@ -294,16 +314,19 @@ TEST(ControlFlowTrace, InsideATransformCallsAreRecorded) {
   }
   // A scan under grad unrolls: its ops do not depend on the data.
   auto plain = [&](const st::Tensor& v) {
-    return st::scan([](const st::Tensor& c, const st::Tensor& e) { return std::pair{c * e.sin(), c}; },
-                    v, st::stack({x, -x}, 0))
+    return st::scan(
+               [](const st::Tensor& c, const st::Tensor& e) {
+                 return std::pair{c * e.sin(), c};
+               },
+               v, st::stack({x, -x}, 0))
         .first.sum();
   };
   const st::Graph dg = st::trace(st::grad(plain))(w);
   EXPECT_TRUE(allclose(dg(w * 2.0).at(0), st::grad(plain)(w * 2.0)));
   // Inside vmap a while_loop is one node (control_flow_trace_lowered_test.cpp).
-  const st::Graph lg =
-      st::trace(st::vmap([](const st::Tensor& v) { return grow(v, st::tensor({1.5}, {})).first; }))(xs.abs());
-  EXPECT_EQ(count(lg.op_names(), "strata::while_loop"), 1) << lg.to_string();
+  const st::Graph lg = st::trace(
+      st::vmap([](const st::Tensor& v) { return grow(v, st::tensor({1.5}, {})).first; }))(xs.abs());
+  EXPECT_EQ(count_ops(lg.op_names(), "strata::while_loop"), 1) << lg.to_string();
 }
 
 }  // namespace
