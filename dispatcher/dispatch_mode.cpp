@@ -9,6 +9,9 @@
 #include "tensor/error.h"
 
 namespace strata {
+namespace detail {
+thread_local constinit uint32_t tls_pushed_modes = 0;
+}  // namespace detail
 namespace {
 
 // The call a mode's dispatch() is handling, for call_next().
@@ -167,21 +170,18 @@ DispatchModeGuard::DispatchModeGuard(std::shared_ptr<DispatchMode> mode) {
   STRATA_CHECK(mode != nullptr, "DispatchModeGuard", "mode is null");
   ModeState& state = mode_state();
   state.modes.push_back(std::move(mode));
+  detail::tls_pushed_modes = static_cast<uint32_t>(state.modes.size());
   set_visible(state, state.modes.size());
 }
 
 DispatchModeGuard::~DispatchModeGuard() {
   ModeState& state = mode_state();
   state.modes.pop_back();
+  detail::tls_pushed_modes = static_cast<uint32_t>(state.modes.size());
   set_visible(state, std::min(state.visible, state.modes.size()));
 }
 
 size_t dispatch_mode_stack_size() { return mode_state().modes.size(); }
-
-bool dispatcher_watched() {
-  return !mode_state().modes.empty() ||
-         detail::g_dispatch_trace_enabled.load(std::memory_order_relaxed);
-}
 
 bool modes_allow_inline_higher_order_ops() {
   for (const auto& mode : mode_state().modes) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "dispatcher/ivalue.h"
@@ -73,7 +75,17 @@ size_t dispatch_mode_stack_size();
 // dispatch trace. A fast path that skips the dispatcher (a cached tensor, an
 // in-place add straight into a kernel) is taken only when nothing does, so a
 // watcher sees every op the computation makes.
-bool dispatcher_watched();
+namespace detail {
+// How many modes are pushed on this thread, and whether the dispatch trace is
+// on (Note [Dispatch trace] in dispatcher.h): read by dispatcher_watched() on
+// every call of a layer entered directly, so a plain initial-exec thread_local.
+extern thread_local constinit uint32_t tls_pushed_modes __attribute__((tls_model("initial-exec")));
+extern std::atomic<bool> g_dispatch_trace_enabled;
+}  // namespace detail
+inline bool dispatcher_watched() {
+  return detail::tls_pushed_modes != 0 ||
+         detail::g_dispatch_trace_enabled.load(std::memory_order_relaxed);
+}
 // Whether every mode pushed on this thread allows inline higher-order operators.
 bool modes_allow_inline_higher_order_ops();
 // The highest visible mode that does not allow them (the one a higher-order

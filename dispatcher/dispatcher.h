@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "dispatcher/dispatch_mode.h"
 #include "dispatcher/function_schema.h"
 #include "dispatcher/kernel_function.h"
 #include "dispatcher/local_dispatch_key_set.h"
@@ -144,7 +145,6 @@ struct LeaveOnExit {
 // Note [Dispatch trace]
 // STRATA_SHOW_DISPATCH_TRACE=1 prints every call with the key that handles it,
 // indented by nesting depth; set_dispatch_trace() toggles it at run time.
-extern std::atomic<bool> g_dispatch_trace_enabled;
 class DispatchTraceScope {
  public:
   DispatchTraceScope(const OperatorHandle& op, DispatchKeySet keys, bool redispatch);

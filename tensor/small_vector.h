@@ -106,8 +106,51 @@ class SmallVector {
   }
   void assign(const T* src, size_t n) {
     if (n > capacity_) grow(n);
-    if (n) std::memmove(data_, src, n * sizeof(T));
+    const size_t bytes = n * sizeof(T);
+    if (bytes <= kShortBytes) {
+      move_short(data_, src, bytes);
+    } else {
+      move_long(data_, src, bytes);
+    }
     size_ = n;
+  }
+  // The sizes or strides of a tensor, copied on every op, fit inline: fixed-size
+  // copies the compiler inlines rather than a library call, two of them
+  // overlapping to cover any length, each loaded before either is stored (src
+  // may overlap dst).
+  static constexpr size_t kShortBytes = N * sizeof(T) < 64 ? N * sizeof(T) : 64;
+  static void move_short(void* dst, const void* src, size_t n) {
+    auto* d = static_cast<char*>(dst);
+    const auto* s = static_cast<const char*>(src);
+    if (kShortBytes >= 32 && n >= 32) {
+      move_two<32>(d, s, n);
+    } else if (kShortBytes >= 16 && n >= 16) {
+      move_two<16>(d, s, n);
+    } else if (kShortBytes >= 8 && n >= 8) {
+      move_two<8>(d, s, n);
+    } else if (kShortBytes >= 4 && n >= 4) {
+      move_two<4>(d, s, n);
+    } else if (n > 0) {
+      const char first = s[0], middle = s[n / 2], last = s[n - 1];
+      d[0] = first;
+      d[n / 2] = middle;
+      d[n - 1] = last;
+    }
+  }
+  // Longer copies, mostly into a heap buffer grow() made. Out of line: inlined
+  // where a caller's elements are inline, GCC warns of copies past them that
+  // cannot happen.
+  [[gnu::noinline]] static void move_long(void* dst, const void* src, size_t n) {
+    std::memmove(dst, src, n);
+  }
+  // Moves n bytes, K <= n <= 2K, as the first K and the last K.
+  template <size_t K>
+  static void move_two(char* d, const char* s, size_t n) {
+    char head[K], tail[K];
+    std::memcpy(head, s, K);
+    std::memcpy(tail, s + n - K, K);
+    std::memcpy(d, head, K);
+    std::memcpy(d + n - K, tail, K);
   }
   void assign_fill(size_t n, T value) {
     if (n > capacity_) grow(n);

@@ -47,11 +47,16 @@ struct LayerEntry {
 struct LayerStackState {
   std::deque<LayerEntry> entries;
   LayerEntry* top = nullptr;  // the top live layer; null: none live
-  size_t live = 0;            // how many are live
   LayerEntry* last_popped = nullptr;
   std::vector<LocalDispatchKeySet> front_saved;
 
   DynamicLayer& top_layer() { return top->layer; }
+  // Sets the top live layer and how many are live (mirrored in tls_live_layers).
+  void set_top(LayerEntry* entry, size_t live) {
+    top = entry;
+    detail::tls_live_layers = {entry != nullptr ? &entry->layer : nullptr, live};
+  }
+  static size_t live() { return detail::tls_live_layers.depth; }
   // The top live layer below index `end`, or null.
   LayerEntry* live_top_below(size_t end) {
     while (end > 0 && entries[end - 1].popped) --end;
@@ -82,8 +87,7 @@ void pop_top_layer() {
   entry.previous_popped = s.last_popped;
   s.last_popped = &entry;
   local = entry.layer.saved_key_sets;
-  --s.live;
-  s.top = s.live_top_below(entry.index);
+  s.set_top(s.live_top_below(entry.index), s.live() - 1);
 }
 
 void restore_top_layer() noexcept {
@@ -92,8 +96,7 @@ void restore_top_layer() noexcept {
   entry.popped = false;
   s.last_popped = entry.previous_popped;
   local_dispatch_key_set() = entry.restore;
-  ++s.live;
-  s.top = &entry;
+  s.set_top(&entry, s.live() + 1);
 }
 
 DispatchKeySet enter_layer(const DynamicLayer& layer, DispatchKeySet keys) {
@@ -194,10 +197,6 @@ DispatchKeySet argument_keys(const OperatorHandle& op, const Stack& stack) {
   return keys;
 }
 
-bool layer_stack_empty() { return state().live == 0; }
-
-size_t layer_stack_depth() { return state().live; }
-
 TransformKind layer_kind(size_t i) {
   size_t seen = 0;
   for (const LayerEntry& entry : state().entries) {
@@ -206,10 +205,13 @@ TransformKind layer_kind(size_t i) {
   STRATA_FAIL("transforms", "internal: no layer ", i, " in a stack of ", seen);
 }
 
-const DynamicLayer& top_layer(const char* what) {
-  STRATA_CHECK(state().live > 0, what, "no transform is running on this thread");
-  return state().top_layer();
+namespace detail {
+thread_local constinit LiveLayers tls_live_layers;
+
+void fail_no_layer(const char* what) {
+  STRATA_FAIL(what, "no transform is running on this thread");
 }
+}  // namespace detail
 
 std::string describe_layer_stack() {
   std::ostringstream out;
@@ -254,8 +256,7 @@ LayerScope::LayerScope(std::shared_ptr<Interpreter> interpreter)
   }
   s.entries.push_back({{level_, std::move(interpreter), local, hidden}, depth_, {}});
   LayerEntry& entry = s.entries.back();
-  s.top = &entry;
-  ++s.live;
+  s.set_top(&entry, s.live() + 1);
   if (direct) {
     const DispatchKeySet excluded =
         (start.excluded | (hidden - kFront) | DispatchKeySet(DispatchKey::Mode)) - keys;
@@ -280,14 +281,15 @@ void LayerScope::pop() {
   LayerStackState& s = state();
   if (s.entries.size() <= depth_) return;
   local_dispatch_key_set() = s.entries[depth_].layer.saved_key_sets;
+  size_t live = s.live();
   for (size_t i = depth_; i < s.entries.size(); ++i) {
-    if (!s.entries[i].popped) --s.live;
+    if (!s.entries[i].popped) --live;
   }
   while (s.last_popped != nullptr && s.last_popped->index >= depth_) {
     s.last_popped = s.last_popped->previous_popped;
   }
   s.entries.resize(depth_);
-  s.top = s.live_top_below(depth_);
+  s.set_top(s.live_top_below(depth_), live);
 }
 
 }  // namespace strata

@@ -110,13 +110,29 @@ DispatchKeySet enter_top_layer(DispatchKeySet keys);
 // The keys of the tensor arguments at the top of the stack.
 DispatchKeySet argument_keys(const OperatorHandle& op, const Stack& stack);
 
+namespace detail {
+// The calling thread's top live layer and how many layers are live: read on
+// every call of a layer entered directly, so a plain initial-exec thread_local
+// (no guard, no __tls_get_addr), kept by the stack's pushes and pops.
+struct LiveLayers {
+  const DynamicLayer* top = nullptr;
+  size_t depth = 0;
+};
+extern thread_local constinit LiveLayers tls_live_layers __attribute__((tls_model("initial-exec")));
+[[noreturn]] void fail_no_layer(const char* what);
+}  // namespace detail
+
 // Layer stack of the calling thread.
-bool layer_stack_empty();
+inline bool layer_stack_empty() { return detail::tls_live_layers.depth == 0; }
 // The top layer; throws when the stack is empty (`what` names the caller).
-const DynamicLayer& top_layer(const char* what);
+inline const DynamicLayer& top_layer(const char* what) {
+  const DynamicLayer* top = detail::tls_live_layers.top;
+  if (__builtin_expect(top == nullptr, 0)) detail::fail_no_layer(what);
+  return *top;
+}
 // The number of layers running on this thread, and the kind of the i-th from the
 // bottom (outermost first), for tools that report where a call ran.
-size_t layer_stack_depth();
+inline size_t layer_stack_depth() { return detail::tls_live_layers.depth; }
 TransformKind layer_kind(size_t i);
 // "grad(level 3) > vmap(level 2)" for errors and the dispatch trace.
 std::string describe_layer_stack();

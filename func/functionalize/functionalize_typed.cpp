@@ -200,10 +200,10 @@ struct View<Tensor(const Tensor&, Rest...)> {
       return std::move(stack.back().to_tensor());
     }
     sync(*w, interpreter.remove());
-    Tensor out = below_level(how, [&] { return op.call(w->value(), rest...); });
     static_assert(sizeof...(Rest) <= std::tuple_size_v<decltype(ViewIntArgs::values)>);
     ViewIntArgs args;
     (args.add(rest), ...);
+    Tensor out = below_level(how, [&] { return op.call(w->value(), rest...); });
     return make_functional_view(std::move(out), *w, op, args, level);
   }
 };

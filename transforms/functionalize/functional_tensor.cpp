@@ -103,12 +103,39 @@ FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
       view_(true),
       may_overlap_(may_overlap),
       generation_(base_->generation) {
-  if (addresses_memory) {
-    root_layout_ = std::make_unique<const RootLayout>(
-        RootLayout{DimVector(base_->value.strides()), base_->value.storage_offset()});
-  }
+  if (addresses_memory) record_root_layout();
   set_value(std::move(value));
   join_members();
+}
+
+FunctionalTensorWrapper::FunctionalTensorWrapper(Tensor value, int64_t level,
+                                                 const FunctionalTensorWrapper& parent,
+                                                 const OperatorHandle& op, const ViewIntArgs& args)
+    : TensorImpl(DispatchKeySet(DispatchKey::Functionalize), value.dtype(), value.device()),
+      value_(std::move(value)),
+      level_(level),
+      base_(parent.base_),
+      last_step_(std::in_place, op, args),
+      view_(true),
+      may_overlap_(parent.may_overlap_),
+      generation_(base_->generation),
+      value_epoch_(base_->value_epoch) {
+  if (parent.view_) steps_ = parent.steps();
+  if (parent.addresses_memory()) record_root_layout();
+  copy_shape_from(*value_.impl());
+  over_root_memory_ = over_root_memory(value_);
+  join_members();
+}
+
+void FunctionalTensorWrapper::record_root_layout() {
+  root_layout_ = std::make_unique<const RootLayout>(
+      RootLayout{DimVector(base_->value.strides()), base_->value.storage_offset()});
+}
+
+bool FunctionalTensorWrapper::over_root_memory(const Tensor& value) const {
+  const Tensor& root = base_->value;
+  return root.defined() && value.impl()->has_storage() && root.impl()->has_storage() &&
+         value.impl()->storage().get() == root.impl()->storage().get();
 }
 
 void FunctionalTensorWrapper::join_members() {
@@ -166,9 +193,7 @@ void FunctionalTensorWrapper::set_value(Tensor value) {
   }
   value_ = std::move(value);
   copy_shape_from(*value_.impl());
-  over_root_memory_ = root.defined() && value_.impl()->has_storage() &&
-                      root.impl()->has_storage() &&
-                      value_.impl()->storage().get() == root.impl()->storage().get();
+  over_root_memory_ = over_root_memory(value_);
 }
 
 bool FunctionalTensorWrapper::root_layout_unchanged() const {
@@ -199,10 +224,8 @@ Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base, V
 // where its parent does.
 Tensor make_functional_view(Tensor value, const FunctionalTensorWrapper& base,
                             const OperatorHandle& op, const ViewIntArgs& args, int64_t level) {
-  auto* view = new FunctionalTensorWrapper(std::move(value), level, base, base.steps(),
-                                           base.may_overlap(), base.addresses_memory());
-  view->last_step_.emplace(FunctionalTensorWrapper::UnboxedStep{op, args});
-  return Tensor(IntrusivePtr<TensorImpl>::adopt_new(view));
+  return Tensor(IntrusivePtr<TensorImpl>::adopt_new(
+      new FunctionalTensorWrapper(std::move(value), level, base, op, args)));
 }
 
 void FunctionalTensorWrapper::box_last_step() const {

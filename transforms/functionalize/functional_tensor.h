@@ -144,7 +144,9 @@ class WriteWatch {
 
 // The int arguments (int or int?) of a view step, unboxed: a view made by a
 // typed kernel keeps them so until its steps are read, which most views (a
-// slice written through and dropped) never are.
+// slice written through and dropped) never are. Filled field by field and then
+// copied whole: filled well before the copy (before the call that makes the
+// view, not after), the copy need not wait for the stores to reach the cache.
 struct ViewIntArgs {
   std::array<int64_t, 4> values{};
   uint8_t size = 0;
@@ -224,13 +226,21 @@ class FunctionalTensorWrapper final : public TensorImpl {
                                      bool);
   friend Tensor make_functional_view(Tensor, const FunctionalTensorWrapper&, const OperatorHandle&,
                                      const ViewIntArgs&, int64_t);
-  // A view of `parent`'s root made by `steps` from it.
-  FunctionalTensorWrapper(Tensor value, int64_t level, const FunctionalTensorWrapper& parent,
-                          std::vector<ViewStep> steps, bool may_overlap, bool addresses_memory);
   struct UnboxedStep {
     OperatorHandle op;
     ViewIntArgs args;
   };
+  // A view of `parent`'s root made by `steps` from it.
+  FunctionalTensorWrapper(Tensor value, int64_t level, const FunctionalTensorWrapper& parent,
+                          std::vector<ViewStep> steps, bool may_overlap, bool addresses_memory);
+  // A view made from `parent` by one more step, unboxed: no steps are copied
+  // when `parent` is the root, nor any argument boxed.
+  FunctionalTensorWrapper(Tensor value, int64_t level, const FunctionalTensorWrapper& parent,
+                          const OperatorHandle& op, const ViewIntArgs& args);
+  // Keeps the root value's layout as it is now (root_layout_unchanged).
+  void record_root_layout();
+  // Whether `value` lies over the memory of the root's current value.
+  bool over_root_memory(const Tensor& value) const;
   // Appends last_step_, boxed, to steps_.
   void box_last_step() const;
   // Links the wrapper into base_->members: the last step of a constructor, so
