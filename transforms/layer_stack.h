@@ -124,6 +124,8 @@ extern thread_local constinit LiveLayers tls_live_layers __attribute__((tls_mode
 
 // Layer stack of the calling thread.
 inline bool layer_stack_empty() { return detail::tls_live_layers.depth == 0; }
+// The top layer, or null when no transform runs.
+inline const DynamicLayer* top_layer_or_null() { return detail::tls_live_layers.top; }
 // The top layer; throws when the stack is empty (`what` names the caller).
 inline const DynamicLayer& top_layer(const char* what) {
   const DynamicLayer* top = detail::tls_live_layers.top;

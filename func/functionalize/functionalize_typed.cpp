@@ -40,16 +40,18 @@ namespace {
 // The interpreter of the top layer, a functionalize layer, and its level. Only
 // a functionalize layer makes wrappers of its level, and levels are never
 // reused: a first argument of the top layer's level proves its kind.
+// (The op's name is read only to raise: it lies in memory a call need not touch.)
 FunctionalizeInterpreter& functionalize_on_top(const OperatorHandle& op, const Tensor& first,
                                                int64_t& level) {
-  const DynamicLayer& top = top_layer(op.operator_name().name.c_str());
-  STRATA_CHECK(functional_at_level(first, top.level) != nullptr ||
-                   top.interpreter->kind() == TransformKind::Functionalize,
+  const DynamicLayer* top = top_layer_or_null();
+  if (top == nullptr) top = &top_layer(op.operator_name().name.c_str());
+  STRATA_CHECK(functional_at_level(first, top->level) != nullptr ||
+                   top->interpreter->kind() == TransformKind::Functionalize,
                op.operator_name().to_string().c_str(),
                "got a tensor of a functionalize level with ", describe_layer_stack(),
                " on top: a functionalized tensor was used outside its functionalize call");
-  level = top.level;
-  return static_cast<FunctionalizeInterpreter&>(*top.interpreter);
+  level = top->level;
+  return static_cast<FunctionalizeInterpreter&>(*top->interpreter);
 }
 
 // The functionalize layer on top, for a call without a tensor of its level.
