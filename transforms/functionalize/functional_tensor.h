@@ -227,6 +227,7 @@ class FunctionalTensorWrapper final : public TensorImpl {
   friend Tensor make_functional_view(Tensor, const FunctionalTensorWrapper&, const OperatorHandle&,
                                      const ViewIntArgs&, int64_t);
   struct UnboxedStep {
+    UnboxedStep(const OperatorHandle& op, const ViewIntArgs& args) : op(op), args(args) {}
     OperatorHandle op;
     ViewIntArgs args;
   };
