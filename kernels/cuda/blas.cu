@@ -6,11 +6,10 @@
 // then read as it is (CUBLAS_OP_N, leading dim its row stride), a column-major
 // one (a transposed view) with CUBLAS_OP_T; anything else is packed into a
 // contiguous copy first. One handle per device, bound to the device's stream.
-#include <cublas_v2.h>
-
 #include <array>
 #include <mutex>
 
+#include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/linalg.h"
@@ -24,7 +23,7 @@ namespace {
 
 void check_blas(cublasStatus_t status, const char* op, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  STRATA_FAIL(op, what, " failed: ", cublasGetStatusString(status));
+  STRATA_FAIL(op, what, " failed: ", cublas().status_string(status));
 }
 
 cublasHandle_t handle_for(Device device) {
@@ -32,8 +31,8 @@ cublasHandle_t handle_for(Device device) {
   static std::array<std::once_flag, 64> created;
   std::call_once(created[device.index], [&] {
     DeviceGuard guard(device);
-    check_blas(cublasCreate(&handles[device.index]), "cublas", "cublasCreate");
-    check_blas(cublasSetStream(handles[device.index], stream_for(device)), "cublas",
+    check_blas(cublas().create(&handles[device.index]), "cublas", "cublasCreate");
+    check_blas(cublas().set_stream(handles[device.index], stream_for(device)), "cublas",
                "cublasSetStream");
   });
   return handles[device.index];
@@ -114,19 +113,20 @@ void gemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, T
   const auto* y = static_cast<const T*>(right.data);
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
   const int ldx = static_cast<int>(left.ld), ldy = static_cast<int>(right.ld), ldc = im;
+  const CublasLibrary& lib = cublas();
   cublasStatus_t status;
   if constexpr (std::is_same_v<T, float>) {
-    status = batched ? cublasSgemmStridedBatched(handle, left.op, right.op, im, in, ik, &alpha, x,
+    status = batched ? lib.sgemm_strided_batched(handle, left.op, right.op, im, in, ik, &alpha, x,
                                                  ldx, left.batch_stride, y, ldy, right.batch_stride,
                                                  &beta, c, ldc, n * m, static_cast<int>(batch))
-                     : cublasSgemm(handle, left.op, right.op, im, in, ik, &alpha, x, ldx, y, ldy,
-                                   &beta, c, ldc);
+                     : lib.sgemm(handle, left.op, right.op, im, in, ik, &alpha, x, ldx, y, ldy,
+                                 &beta, c, ldc);
   } else {
-    status = batched ? cublasDgemmStridedBatched(handle, left.op, right.op, im, in, ik, &alpha, x,
+    status = batched ? lib.dgemm_strided_batched(handle, left.op, right.op, im, in, ik, &alpha, x,
                                                  ldx, left.batch_stride, y, ldy, right.batch_stride,
                                                  &beta, c, ldc, n * m, static_cast<int>(batch))
-                     : cublasDgemm(handle, left.op, right.op, im, in, ik, &alpha, x, ldx, y, ldy,
-                                   &beta, c, ldc);
+                     : lib.dgemm(handle, left.op, right.op, im, in, ik, &alpha, x, ldx, y, ldy,
+                                 &beta, c, ldc);
   }
   check_blas(status, op, "cuBLAS gemm");
 }
