@@ -1,5 +1,5 @@
 // The fused CPU kernels that sum along rows (softmax, log_softmax, layer_norm,
-// group_norm, the losses, dot) and their gradients give the same bits for the same
+// group_norm, the losses, dot), their gradients and the matrix products give the same bits for the same
 // values wherever those lie: at any element offset inside a larger buffer, and in
 // any row of a batch (Note [Sums do not depend on the address],
 // kernels/cpu/fixed_order_fold.h). A sum that started its packets at an aligned
@@ -204,6 +204,35 @@ TEST_P(AddressIndependentRows, Dot) {
     expect_offsets_do_not_matter(
         "dot", {values_like({n}, dtype, 17), values_like({n}, dtype, 18)},
         [](const auto& in) { return std::vector<Tensor>{in[0].dot(in[1])}; });
+  }
+}
+
+// The matrix products (the thin kernels, Eigen's and OpenBLAS's GEMM): a
+// product's bits must not depend on where its operands lie either.
+TEST_P(AddressIndependentRows, MatrixProducts) {
+  const ScalarType dtype = GetParam();
+  struct Shape {
+    int64_t m, k, n;
+  };
+  // Small products (a register-tiled loop), thin ones (a short inner dim, few
+  // rows, a long inner dim with few columns: Note [Thin products]), a layer's
+  // x W^T, and a blocked GEMM (OpenBLAS or Eigen).
+  for (const Shape& s : {Shape{1, 7, 5}, Shape{3, 17, 4}, Shape{5, 63, 9}, Shape{16, 1000, 3},
+                         Shape{33, 64, 65}, Shape{2, 300, 130}, Shape{16, 676, 9},
+                         Shape{32, 784, 128}, Shape{300, 100, 50}}) {
+    const Tensor a = values_like({s.m, s.k}, dtype, 20), b = values_like({s.k, s.n}, dtype, 21);
+    const Tensor bt = values_like({s.n, s.k}, dtype, 22), bias = values_like({s.n}, dtype, 23);
+    const Tensor v = values_like({s.k}, dtype, 24);
+    expect_offsets_do_not_matter("matmul", {a, b, bt, bias, v}, [](const auto& in) {
+      return std::vector<Tensor>{in[0].matmul(in[1]),          in[0].matmul(in[2].t()),
+                                 nn::linear(in[0], in[2], in[3]), in[4].matmul(in[1]),
+                                 in[0].matmul(in[4]),          in[0].t().matmul(in[0])};
+    });
+    const Tensor batch_a = values_like({3, s.m, s.k}, dtype, 25);
+    const Tensor batch_b = values_like({3, s.k, s.n}, dtype, 26);
+    expect_offsets_do_not_matter("bmm", {batch_a, batch_b}, [](const auto& in) {
+      return std::vector<Tensor>{in[0].matmul(in[1]), in[0].matmul(in[1].select(0, 1))};
+    });
   }
 }
 
