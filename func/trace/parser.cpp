@@ -35,12 +35,12 @@ struct ParseState {
 
   int64_t resolve(LineParser& p, int64_t text_id) const {
     const auto it = ids.find(text_id);
-    if (it == ids.end()) p.fail("%" + std::to_string(text_id) + " is not defined before this line");
+    if (it == ids.end()) p.fail(detail::concat("%", text_id, " is not defined before this line"));
     return it->second;
   }
   void define(LineParser& p, int64_t text_id, int64_t id) {
     if (text_id < 0) p.fail("negative value number");
-    if (!ids.emplace(text_id, id).second) p.fail("%" + std::to_string(text_id) + " is defined twice");
+    if (!ids.emplace(text_id, id).second) p.fail(detail::concat("%", text_id, " is defined twice"));
   }
 };
 

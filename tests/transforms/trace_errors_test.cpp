@@ -40,6 +40,10 @@ TEST_F(TraceErrors, ParseErrorsPointAtTheLineAndColumn) {
   expect_contains(error_message([&] { Graph::parse("%0 : Float64[2] = input\n"); }), {"no return line"});
   expect_contains(error_message([&] { Graph::parse("%0 : Float99[2] = input\nreturn %0\n"); }),
                   {"line 1, column 6", "unknown dtype 'Float99'"});
+  expect_contains(error_message([&] {
+                    Graph::parse("%7 : Float64[2] = input\n%7 : Float64[2] = input\nreturn %7\n");
+                  }),
+                  {"line 2", "%7 is defined twice"});
 }
 
 TEST_F(TraceErrors, DataAccessInFakeModeNamesTheReader) {
