@@ -31,11 +31,12 @@ namespace {
 // kernels, both take these shapes in two thirds to three quarters of OpenBLAS's time.
 constexpr int64_t kShortInner = 64;
 constexpr int64_t kFewRowsInner = 320;
-constexpr int64_t kLongInner = 256;
 constexpr int64_t kThinRows = 256;
+// Eigen's kernels take part only with AVX-512 (above); then these bound them.
+[[maybe_unused]] constexpr int64_t kLongInner = 256;
 // Below this many columns or inner steps Eigen's blocking costs more than OpenBLAS's
 // small-matrix kernels (several times more for a layer's [32, 128] x [128, 10]).
-constexpr int64_t kLargeEnough = 32;
+[[maybe_unused]] constexpr int64_t kLargeEnough = 32;
 
 template <class T>
 using Packet = typename Eigen::internal::packet_traits<T>::type;

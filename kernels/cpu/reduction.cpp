@@ -140,7 +140,7 @@ struct SumReducer {
       return a;
     } else {
       const T shift = static_cast<T>(c);
-      return a + blocked_sum(p, n, [shift](const auto& x) {
+      return a + blocked_sum(p, n, [=](const auto& x) {
                if constexpr (kKind == SumKind::Sum || kKind == SumKind::Mean) return x;
                if constexpr (kKind == SumKind::AbsSum) return x.abs();
                if constexpr (kKind == SumKind::SquareSum) return x.square();

@@ -99,7 +99,9 @@ std::vector<Sample> batch_norm_samples(ScalarType dtype) {
   std::vector<Sample> samples;
   for (const Case& c : cases) {
     const int64_t channels = c.input[1];
-    std::vector<Tensor> inputs{make_tensor(c.input, dtype, c.layout, -2, 2, 1)};
+    std::vector<Tensor> inputs;
+    inputs.reserve(5);
+    inputs.push_back(make_tensor(c.input, dtype, c.layout, -2, 2, 1));
     if (!c.training) {
       inputs.push_back(make_tensor({channels}, dtype, -0.5, 0.5, 2));
       inputs.push_back(make_tensor({channels}, dtype, 0.5, 1.5, 3));
