@@ -124,28 +124,36 @@ void pointwise_rule(const OperatorHandle& op, DispatchKeySet, Stack& stack) {
   }
 }
 
+// A batched 0-dim sample would promote like a tensor with dims (see cast_batched_scalars).
+bool promotes_as_scalar(const Tensor& a, const Tensor& b) {
+  return a.dtype() != b.dtype() && (a.dim() == 0 || b.dim() == 0);
+}
+
 }  // namespace
 
+PointwiseAlignment pointwise_alignment(const Tensor& a, const Tensor& b, int64_t level) {
+  const BatchedTensorImpl* x = batched_at_level(a, level);
+  const BatchedTensorImpl* y = batched_at_level(b, level);
+  if (x == nullptr && y == nullptr) return {true, std::nullopt};
+  if (promotes_as_scalar(a, b)) return {false, std::nullopt};
+  if (x != nullptr && y != nullptr) {
+    const bool alike = x->bdim() == y->bdim() && x->value().dim() == y->value().dim();
+    return {alike, x->bdim()};
+  }
+  // Broadcasting aligns the unbatched operand with the trailing dims: the batch
+  // dim must lie left of them.
+  const BatchedTensorImpl* batched = x != nullptr ? x : y;
+  const Tensor& other = x != nullptr ? b : a;
+  return {batched->bdim() < batched->value().dim() - other.dim(), batched->bdim()};
+}
+
 PointwiseOperands align_pointwise(const Tensor& a, const Tensor& b, int64_t level) {
-  const BatchedArg x = unwrap(a, level);
-  const BatchedArg y = unwrap(b, level);
-  if (!x.batched() && !y.batched()) return {a, b, std::nullopt};
-  // A batched 0-dim sample would promote like a tensor with dims (see cast_batched_scalars).
-  const bool scalar_promotion = a.dtype() != b.dtype() && (a.dim() == 0 || b.dim() == 0);
-  if (!scalar_promotion) {
-    if (x.batched() && y.batched()) {
-      if (x.bdim == y.bdim && x.logical_dim() == y.logical_dim()) return {x.value, y.value, x.bdim};
-    } else {
-      const BatchedArg& batched = x.batched() ? x : y;
-      const BatchedArg& other = x.batched() ? y : x;
-      // Broadcasting aligns `other` with the trailing dims: the batch dim must lie left of them.
-      if (*batched.bdim < batched.logical_dim() + 1 - other.value.dim()) {
-        return {x.value, y.value, batched.bdim};
-      }
-    }
+  const PointwiseAlignment alignment = pointwise_alignment(a, b, level);
+  if (alignment.as_they_lie) {
+    return {value_at_level(a, level), value_at_level(b, level), alignment.bdim};
   }
   Tensor operands[] = {a, b};
-  if (scalar_promotion) {
+  if (promotes_as_scalar(a, b)) {
     const ScalarType dtype = result_type(a, b);
     for (Tensor& t : operands) {
       if (batched_at_level(t, level) && t.dim() == 0 && t.dtype() != kBool && t.dtype() != dtype) {
