@@ -5,6 +5,8 @@
 # benchmarks and, when torch with CUDA is importable, the torch.func peer. Logs
 # go to $OUT (or gpu-bundle/logs).
 #   scripts/gpu_run_bundle.sh [all|test|dist|bench]
+#   scripts/gpu_run_bundle.sh sanitize   (each CUDA suite under compute-sanitizer's
+#     memcheck and racecheck; not part of all: ~3 minutes on an H200)
 #   scripts/gpu_run_bundle.sh bt GTEST_FILTER   (a backtrace of a crash, by cuda-gdb)
 #   scripts/gpu_run_bundle.sh dp "ARGS" ...     (DP-SGD runs on the GPU, side by side:
 #     one process per quoted set of dp_sgd_distributed options; DP_SECONDS bounds each)
@@ -70,6 +72,28 @@ if runs test; then
   grep -o "not on CUDA yet: .*" "$logs/tests.txt" | sed 's/not on CUDA yet: //' | sort | uniq -c |
     sort -rn >"$logs/skips.txt" || true
   head -25 "$logs/skips.txt"
+fi
+
+if [[ $phase == sanitize ]]; then
+  echo "== CUDA tests under compute-sanitizer ($(date +%T))"
+  # Suites that make no CUDA call (the tool reports that as an error) are left
+  # out, and CudaAllocator, which runs out of memory on purpose (memcheck reports
+  # the API error).
+  "$dir/cuda_tests" --gtest_list_tests | grep -v '^ ' | tr -d '.' |
+    grep -v -x -E 'CublasLibrary|CudaAllocator|CudaWithoutDevice|OpTable|OpFunctionalizeCheck' >"$dir/suites"
+  sanitize_suite() {
+    timeout 250 compute-sanitizer --tool "$2" --error-exitcode 9 --print-limit 5 \
+      "$1/cuda_tests" --gtest_filter="$3.*" >"$1/$2_$3.txt" 2>&1
+    echo "$2 exit $? $3"
+  }
+  export -f sanitize_suite
+  export PATH="$PATH:/usr/local/cuda/bin"
+  for tool in memcheck racecheck; do
+    xargs -P 8 -I{} bash -c "sanitize_suite \"\$0\" $tool {}" "$dir" <"$dir/suites" |
+      tee -a "$logs/sanitize.txt" | grep -v ' exit 0 ' && status=1
+  done
+  cat "$dir"/memcheck_*.txt "$dir"/racecheck_*.txt >>"$logs/sanitize.txt"
+  grep -h -E "ERROR SUMMARY|RACECHECK SUMMARY" "$dir"/*check_*.txt | sort | uniq -c
 fi
 
 if runs dist; then
