@@ -99,6 +99,41 @@ TEST(CudaElementwise, NumbersAndBroadcastsMixWithGpuTensors) {
   EXPECT_EQ(left.to_vector<double>(), (1.0 - a).to_vector<double>());
 }
 
+// Broadcast layouts the strided kernel runs (Note [The CUDA elementwise
+// launcher]): outer products (a per-sample weight gradient), a row broadcast,
+// rows starting off a vector boundary, rows of odd length, rows a few elements
+// apart, in-place writes into plain and transposed targets. The bits are the CPU's.
+TEST(CudaElementwise, BroadcastLayoutsMatchTheCpu) {
+  STRATA_REQUIRE_CUDA();
+  const Device gpu = cuda(0);
+  auto same_as_cpu = [&](const Tensor& a, const Tensor& b, const char* what) {
+    SCOPED_TRACE(what);
+    const Tensor x = to_device_keeping_layout(a, gpu), y = to_device_keeping_layout(b, gpu);
+    EXPECT_EQ((x * y).to(kCPU).to_vector<double>(), (a * b).to_vector<double>());
+    EXPECT_EQ((x + y).to(kCPU).to_vector<double>(), (a + b).to_vector<double>());
+  };
+  same_as_cpu(iota_tensor({5, 6, 1}, kFloat32), iota_tensor({5, 1, 8}, kFloat32), "outer products");
+  same_as_cpu(iota_tensor({64, 128, 1}, kFloat32) * 0.37, iota_tensor({64, 1, 784}, kFloat32),
+              "per-sample weight gradients");
+  same_as_cpu(iota_tensor({7, 12}, kFloat64), iota_tensor({12}, kFloat64), "a row broadcast");
+  same_as_cpu(iota_tensor({4, 3, 1}, kInt64), iota_tensor({4, 1, 4}, kInt64), "Int64");
+  same_as_cpu(iota_tensor({3, 5, 1}, kFloat32), iota_tensor({3, 1, 7}, kFloat32), "rows of 7");
+  same_as_cpu(iota_tensor({5, 9}, kFloat32).narrow(1, 1, 8), iota_tensor({8}, kFloat32),
+              "rows starting one element off");
+  same_as_cpu(iota_tensor({6, 10}, kFloat32).narrow(1, 0, 8), iota_tensor({6, 1}, kFloat32),
+              "rows 10 apart");
+
+  const Tensor host = iota_tensor({6, 8}, kFloat32);
+  const Tensor column = iota_tensor({6, 1}, kFloat32) * 0.5;
+  const Tensor target = host.to(gpu);
+  target.mul_(column.to(gpu));
+  EXPECT_EQ(target.to(kCPU).to_vector<double>(), (host * column).to_vector<double>());
+  const Tensor transposed = to_device_keeping_layout(host.t(), gpu);
+  transposed.add_(iota_tensor({6}, kFloat32).to(gpu));
+  EXPECT_EQ(transposed.to(kCPU).to_vector<double>(),
+            (host.t() + iota_tensor({6}, kFloat32)).to_vector<double>());
+}
+
 TEST(CudaElementwise, MixedDevicesNameBothDevices) {
   STRATA_REQUIRE_CUDA();
   const Tensor host = ones({3});
