@@ -16,11 +16,15 @@ class ArrayRef {
   constexpr ArrayRef() = default;
   constexpr ArrayRef(const T* data, size_t size) : data_(data), size_(size) {}
   constexpr ArrayRef(const T& single) : data_(&single), size_(1) {}
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   constexpr ArrayRef(std::initializer_list<T> list)
       : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
   template <class A>
   ArrayRef(const std::vector<T, A>& v) : data_(v.data()), size_(v.size()) {}
   template <class Container,
