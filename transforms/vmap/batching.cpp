@@ -134,24 +134,24 @@ bool promotes_as_scalar(const Tensor& a, const Tensor& b) {
 PointwiseAlignment pointwise_alignment(const Tensor& a, const Tensor& b, int64_t level) {
   const BatchedTensorImpl* x = batched_at_level(a, level);
   const BatchedTensorImpl* y = batched_at_level(b, level);
-  if (x == nullptr && y == nullptr) return {&a, &b, std::nullopt};
-  if (promotes_as_scalar(a, b)) return {};
+  if (x == nullptr && y == nullptr) return {true, std::nullopt};
+  if (promotes_as_scalar(a, b)) return {false, std::nullopt};
   if (x != nullptr && y != nullptr) {
     const bool alike = x->bdim() == y->bdim() && x->value().dim() == y->value().dim();
-    return alike ? PointwiseAlignment{&x->value(), &y->value(), x->bdim()} : PointwiseAlignment{};
+    return {alike, x->bdim()};
   }
   // Broadcasting aligns the unbatched operand with the trailing dims: the batch
   // dim must lie left of them.
   const BatchedTensorImpl* batched = x != nullptr ? x : y;
   const Tensor& other = x != nullptr ? b : a;
-  if (batched->bdim() >= batched->value().dim() - other.dim()) return {};
-  return x != nullptr ? PointwiseAlignment{&x->value(), &b, x->bdim()}
-                      : PointwiseAlignment{&a, &y->value(), y->bdim()};
+  return {batched->bdim() < batched->value().dim() - other.dim(), batched->bdim()};
 }
 
 PointwiseOperands align_pointwise(const Tensor& a, const Tensor& b, int64_t level) {
-  const PointwiseAlignment aligned = pointwise_alignment(a, b, level);
-  if (aligned.as_they_lie()) return {*aligned.a, *aligned.b, aligned.bdim};
+  const PointwiseAlignment alignment = pointwise_alignment(a, b, level);
+  if (alignment.as_they_lie) {
+    return {value_at_level(a, level), value_at_level(b, level), alignment.bdim};
+  }
   Tensor operands[] = {a, b};
   if (promotes_as_scalar(a, b)) {
     const ScalarType dtype = result_type(a, b);

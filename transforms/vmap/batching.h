@@ -104,18 +104,19 @@ struct PointwiseOperands {
 };
 PointwiseOperands align_pointwise(const Tensor& a, const Tensor& b, int64_t level);
 // Whether a and b's values line up for a binary pointwise op at `level` as they
-// lie (align_pointwise would keep them): then the values the op reads (a
-// batched tensor's value, any other tensor itself) and the result's batch dim
-// (none when neither is batched). The common case: the op then reads the
-// values without a reference taken on them, a locked read-modify-write each.
+// lie (align_pointwise would keep them), and the result's batch dim then (none
+// when neither is batched). The common case: the op then reads the values
+// without a reference taken on them, a locked read-modify-write each.
 struct PointwiseAlignment {
-  const Tensor* a = nullptr;  // null: the operands must move (align_pointwise)
-  const Tensor* b = nullptr;
+  bool as_they_lie;
   std::optional<int64_t> bdim;
-
-  bool as_they_lie() const { return a != nullptr; }
 };
 PointwiseAlignment pointwise_alignment(const Tensor& a, const Tensor& b, int64_t level);
+// t's value at `level`: a batched tensor's value, any other tensor itself.
+inline const Tensor& value_at_level(const Tensor& t, int64_t level) {
+  const BatchedTensorImpl* b = batched_at_level(t, level);
+  return b != nullptr ? b->value() : t;
+}
 
 // Unboxed rules for the hottest pointwise ops (no boxing on the way in or out):
 // kOp is the op's public function, whose signature is the op's, e.g.
@@ -139,10 +140,11 @@ template <class... Rest, Tensor (*kOp)(const Tensor&, const Tensor&, Rest...)>
 struct BinaryPointwiseRule<kOp> {
   static Tensor call(const Tensor& a, const Tensor& b, Rest... rest) {
     const int64_t level = current_vmap_level("a pointwise op").level;
-    const PointwiseAlignment aligned = pointwise_alignment(a, b, level);
-    if (aligned.as_they_lie()) {
+    const PointwiseAlignment alignment = pointwise_alignment(a, b, level);
+    if (alignment.as_they_lie) {
       const BelowThisLevel below;
-      return make_batched(kOp(*aligned.a, *aligned.b, rest...), aligned.bdim, level);
+      return make_batched(kOp(value_at_level(a, level), value_at_level(b, level), rest...),
+                          alignment.bdim, level);
     }
     PointwiseOperands x = align_pointwise(a, b, level);
     const BelowThisLevel below;
