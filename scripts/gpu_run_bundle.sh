@@ -28,6 +28,9 @@ status=0
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv | tee "$logs/device.txt"
 ldd "$dir/cuda_tests" | grep "not found" && exit 1
 
+# The CUDA test suites' names, one a line: each runs in a process of its own.
+list_suites() { "$dir/cuda_tests" --gtest_list_tests | grep -v '^ ' | tr -d '.'; }
+
 if [[ $phase == bt ]]; then
   for filter in ${2//:/ }; do
     echo "== backtrace of $filter"
@@ -57,7 +60,7 @@ fi
 
 if runs test; then
   echo "== CUDA tests ($(date +%T))"
-  "$dir/cuda_tests" --gtest_list_tests | grep -v '^ ' | tr -d '.' >"$dir/suites"
+  list_suites >"$dir/suites"
   run_suite() {
     timeout 200 "$1/cuda_tests" --gtest_filter="$2.*" >"$1/suite_$2.txt" 2>&1
     echo "exit $? $2" >>"$1/suite_$2.txt"
@@ -79,8 +82,7 @@ if [[ $phase == sanitize ]]; then
   # Suites that make no CUDA call (the tool reports that as an error) are left
   # out, and CudaAllocator, which runs out of memory on purpose (memcheck reports
   # the API error).
-  "$dir/cuda_tests" --gtest_list_tests | grep -v '^ ' | tr -d '.' |
-    grep -v -x -E 'CublasLibrary|CudaAllocator|CudaWithoutDevice|OpTable|OpFunctionalizeCheck' >"$dir/suites"
+  list_suites | grep -v -x -E 'CublasLibrary|CudaAllocator|OpTable|OpFunctionalizeCheck' >"$dir/suites"
   sanitize_suite() {
     timeout 250 compute-sanitizer --tool "$2" --error-exitcode 9 --print-limit 5 \
       "$1/cuda_tests" --gtest_filter="$3.*" >"$1/$2_$3.txt" 2>&1

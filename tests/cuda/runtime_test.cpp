@@ -128,10 +128,10 @@ TEST(CudaElementwise, BroadcastLayoutsMatchTheCpu) {
   const Tensor target = host.to(gpu);
   target.mul_(column.to(gpu));
   EXPECT_EQ(target.to(kCPU).to_vector<double>(), (host * column).to_vector<double>());
+  const Tensor row = iota_tensor({6}, kFloat32);
   const Tensor transposed = to_device_keeping_layout(host.t(), gpu);
-  transposed.add_(iota_tensor({6}, kFloat32).to(gpu));
-  EXPECT_EQ(transposed.to(kCPU).to_vector<double>(),
-            (host.t() + iota_tensor({6}, kFloat32)).to_vector<double>());
+  transposed.add_(row.to(gpu));
+  EXPECT_EQ(transposed.to(kCPU).to_vector<double>(), (host.t() + row).to_vector<double>());
 }
 
 TEST(CudaElementwise, MixedDevicesNameBothDevices) {

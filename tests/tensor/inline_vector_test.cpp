@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tensor/error.h"
+
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -12,6 +14,7 @@
 namespace {
 
 using strata::InlineVector;
+using strata::detail::concat;
 
 // Counts live instances, so a leak or a double destruction shows up.
 struct Counted {
@@ -41,11 +44,11 @@ TEST(InlineVector, MovesInlineAndSpilledElements) {
   for (int n : {1, 2, 5}) {
     {
       InlineVector<Counted, 2> a;
-      for (int i = 0; i < n; ++i) a.emplace_back(std::string("x").append(std::to_string(i)));
+      for (int i = 0; i < n; ++i) a.emplace_back(concat("x", i));
       InlineVector<Counted, 2> b(std::move(a));
       EXPECT_TRUE(a.empty());
       ASSERT_EQ(b.size(), static_cast<size_t>(n));
-      EXPECT_EQ(b[n - 1].value, std::string("x").append(std::to_string(n - 1)));
+      EXPECT_EQ(b[n - 1].value, concat("x", n - 1));
       InlineVector<Counted, 2> c;
       c.emplace_back("old");
       c = std::move(b);
