@@ -10,6 +10,11 @@
 //    vector load per operand when the operands are aligned for it;
 //  - anything else runs the strided kernel, which turns a linear index into
 //    per-operand byte offsets (32-bit index arithmetic when the tensor allows).
+//    When the innermost dim is a dense row for the output and every input
+//    (contiguous, or one element for the whole row: an outer product's or a
+//    row broadcast's operands) and every row starts aligned for vector access,
+//    each thread handles kVec consecutive elements of a row: one split of the
+//    index into coordinates and one vector store per kVec elements.
 // A 0-dim CPU input (a C++ number) is read on the host and passed by value.
 // Only kernels/cuda/*.cu include this.
 
@@ -35,7 +40,7 @@ template <class T>
 struct Input {
   const char* data;
   T value;
-  bool broadcast;  // dense layouts: the one element at data serves every index
+  bool broadcast;  // dense layouts: the one element at data serves every index; row packs: every row
   int64_t strides[kMaxDims];
 };
 
@@ -140,6 +145,65 @@ __device__ __forceinline__ void strided_element(Index i, const Sizes& sizes, con
       f(load_at<Index>(in, offsets[I])...);
 }
 
+// The kVec elements of a row at `offset`, where `sizes` counts the innermost
+// dim in packs of kVec and each operand's stride there is a pack's bytes; a
+// broadcast operand's one element of the row serves the whole pack (a flag,
+// not a test of the stride: indexing the strides with a dim known only at run
+// time would copy the kernel's arguments to local memory in every thread).
+template <class Index, class T>
+__device__ __forceinline__ Pack<T> load_row_pack(const Input<T>& in, Index offset) {
+  if (in.data && !in.broadcast) {
+    return *reinterpret_cast<const Pack<T>*>(in.data + offset);
+  }
+  const T v = load_at<Index>(in, offset);
+  Pack<T> pack;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) pack.v[j] = v;
+  return pack;
+}
+
+template <class Index, class Out, class F, class... In, size_t... I>
+__device__ __forceinline__ void strided_pack(Index p, const Sizes& sizes, const Input<Out>& out,
+                                             F& f, std::index_sequence<I...>,
+                                             const Input<In>&... in) {
+  Index rest = p;
+  Index out_offset = 0;
+  Index offsets[sizeof...(In) + 1] = {};
+#pragma unroll
+  for (int d = kMaxDims - 1; d >= 0; --d) {
+    if (d >= sizes.rank) continue;
+    const Index size = static_cast<Index>(sizes.v[d]);
+    Index quotient;
+    if constexpr (sizeof(Index) == 4) {
+      quotient = static_cast<Index>(sizes.div[d].divide(static_cast<uint32_t>(rest)));
+    } else {
+      quotient = rest / size;
+    }
+    const Index c = rest - quotient * size;
+    rest = quotient;
+    out_offset += c * static_cast<Index>(out.strides[d]);
+    ((offsets[I] += c * static_cast<Index>(in.strides[d])), ...);
+  }
+  auto compute = [&](const Pack<In>&... x) {
+    Pack<Out> r;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) r.v[j] = f(x.v[j]...);
+    return r;
+  };
+  *reinterpret_cast<Pack<Out>*>(const_cast<char*>(out.data) + out_offset) =
+      compute(load_row_pack<Index>(in, offsets[I])...);
+}
+
+template <class Index, class Out, class F, class... In>
+__global__ void strided_pack_kernel(int64_t packs, Sizes sizes, Input<Out> out, F f,
+                                    Input<In>... in) {
+  const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
+  for (Index p = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
+       p < static_cast<Index>(packs); p += step) {
+    strided_pack<Index, Out>(p, sizes, out, f, std::index_sequence_for<In...>{}, in...);
+  }
+}
+
 template <class Index, class Out, class F, class... In>
 __global__ void strided_kernel(int64_t n, Sizes sizes, Input<Out> out, F f, Input<In>... in) {
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
@@ -184,6 +248,30 @@ bool pack_aligned(const Input<T>& in) {
   return !in.data || in.broadcast || reinterpret_cast<uintptr_t>(in.data) % (sizeof(T) * kVec) == 0;
 }
 
+// Whether operand `in` reads the layout's innermost dim (`inner`) in aligned
+// packs: contiguous there from an aligned start with every row aligned, or one
+// element for the whole row (stride 0 there).
+template <class T>
+bool row_packs(const Input<T>& in, int inner) {
+  if (!in.data) return true;
+  constexpr int64_t kPackBytes = sizeof(T) * kVec;
+  if (in.strides[inner] == 0) return true;
+  if (in.strides[inner] != static_cast<int64_t>(sizeof(T))) return false;
+  if (reinterpret_cast<uintptr_t>(in.data) % kPackBytes != 0) return false;
+  for (int d = 0; d < inner; ++d) {
+    if (in.strides[d] % kPackBytes != 0) return false;
+  }
+  return true;
+}
+
+// The layout with its innermost dim counted in packs of kVec (row_packs);
+// `broadcast` now says whether one element serves each row.
+template <class T>
+void to_packs(Input<T>& in, int inner) {
+  in.broadcast = in.strides[inner] == 0;
+  in.strides[inner] *= kVec;
+}
+
 template <class Out, class... In, class F, size_t... I>
 void launch_elementwise_impl(const char* op, const Tensor& out,
                              const std::array<const Tensor*, sizeof...(In)>& inputs, F f,
@@ -226,6 +314,29 @@ void launch_elementwise_impl(const char* op, const Tensor& out,
     }
   }
   const bool small = layout.numel < (int64_t{1} << 31) && reach < (int64_t{1} << 31);
+  const int inner = rank - 1;
+  const bool packed = layout.shape[inner] % kVec == 0 &&
+                      out_arg.strides[inner] == static_cast<int64_t>(sizeof(Out)) &&
+                      row_packs(out_arg, inner) && (row_packs(std::get<I>(args), inner) && ...);
+  if (packed) {
+    Sizes pack_sizes = sizes;
+    pack_sizes.v[inner] = layout.shape[inner] / kVec;
+    pack_sizes.div[inner] = FastDivider::of(pack_sizes.v[inner]);
+    Input<Out> pack_out = out_arg;
+    to_packs(pack_out, inner);
+    std::tuple<Input<In>...> pack_args = args;
+    (to_packs(std::get<I>(pack_args), inner), ...);
+    const int64_t packs = layout.numel / kVec;
+    if (small) {
+      strided_pack_kernel<int32_t, Out><<<grid_for(packs, 1), kBlock, 0, stream>>>(
+          packs, pack_sizes, pack_out, f, std::get<I>(pack_args)...);
+    } else {
+      strided_pack_kernel<int64_t, Out><<<grid_for(packs, 1), kBlock, 0, stream>>>(
+          packs, pack_sizes, pack_out, f, std::get<I>(pack_args)...);
+    }
+    check_launch(op);
+    return;
+  }
   if (small) {
     strided_kernel<int32_t, Out><<<grid_for(layout.numel, 1), kBlock, 0, stream>>>(
         layout.numel, sizes, out_arg, f, std::get<I>(args)...);
