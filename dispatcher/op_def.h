@@ -9,6 +9,7 @@
 
 #include "dispatcher/ivalue.h"
 #include "dispatcher/kernel_function.h"
+#include "dispatcher/view_layout.h"
 #include "tensor/small_vector.h"
 
 // Note [One op, one place]
@@ -119,6 +120,9 @@ struct OpDef {
   Facet<Kernel> batching;
   Facet<ShapeFn> shape;
   Facet<FlopFn> flops;
+  // A view's layout from its argument's (Note [View layouts]): only the views
+  // that select or slice give it.
+  ViewLayoutFn view_layout = nullptr;
 
   // Whether the row's decomposition is its definition (no backend kernel).
   bool is_composite() const {

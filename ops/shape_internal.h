@@ -155,6 +155,35 @@ struct ViewRule<View, ValueView (*)(const BatchedView&, Args...)> {
   }
 };
 
+// The kernel and view_layout facet of a view that selects or slices (Note
+// [View layouts]): `View::layout(ViewLayout&, args...)` turns self's layout
+// into the view's, and the kernel is that applied to self.
+template <class View, class Layout = decltype(&View::layout)>
+struct LayoutView;
+template <class View, class... Args>
+struct LayoutView<View, void (*)(ViewLayout&, Args...)> {
+  static Tensor kernel(const Tensor& self, Args... args) {
+    ViewLayout layout = ViewLayout::of(self);
+    View::layout(layout, args...);
+    return make_view(self, layout.sizes, layout.strides, layout.offset, View::name);
+  }
+  static void from_ints(ViewLayout& layout, const ViewIntArgs& args) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      View::layout(layout, args.get<Args>(static_cast<uint8_t>(I))...);
+    }(std::index_sequence_for<Args...>{});
+  }
+};
+
+// The row of a primitive view given by its layout (LayoutView) and batched by
+// its ViewRule.
+template <class View>
+OpDef layout_view_op(const char* schema, KernelFunction derivative) {
+  OpDef row = view_op<&LayoutView<View>::kernel>(schema, std::move(derivative),
+                                                 &ViewRule<View>::call);
+  row.view_layout = &LayoutView<View>::from_ints;
+  return row;
+}
+
 // ---- the _copy forms (select_copy, view_copy, ...): a view's values in memory of
 // their own, what functionalize(f, Remove::MutationsAndViews) records instead of
 // the view, so that no value of its graph aliases another. Each differentiates

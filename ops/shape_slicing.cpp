@@ -15,70 +15,108 @@ namespace {
 using shape_detail::BatchedView;
 using shape_detail::copy_op;
 using shape_detail::embed;
-using shape_detail::make_view;
+using shape_detail::layout_view_op;
+using shape_detail::LayoutView;
 using shape_detail::ValueView;
 using shape_detail::view_derivative;
-using shape_detail::view_op;
 using shape_detail::ViewRule;
 using shape_detail::wrap_checked_dim;
 
-// The dim of a tensor that must have one: 0-dim tensors have nothing to take from.
-int64_t existing_dim(const Tensor& self, int64_t dim, const char* op) {
-  STRATA_CHECK(self.dim() > 0, op, "dim ", dim,
+// The dim of a tensor of `rank` dims that must have one: 0-dim tensors have
+// nothing to take from.
+int64_t existing_dim(int64_t rank, int64_t dim, const char* op) {
+  STRATA_CHECK(rank > 0, op, "dim ", dim,
                " is out of range for a tensor of rank 0: a 0-dim tensor has no dim to index");
-  return wrap_dim(dim, self.dim(), op);
+  return wrap_dim(dim, rank, op);
+}
+int64_t existing_dim(const Tensor& self, int64_t dim, const char* op) {
+  return existing_dim(self.dim(), dim, op);
+}
+int64_t existing_dim(const ViewLayout& layout, int64_t dim, const char* op) {
+  return existing_dim(static_cast<int64_t>(layout.sizes.size()), dim, op);
 }
 
-Tensor select_kernel(const Tensor& self, int64_t dim, int64_t index) {
-  const char* op = "strata::select";
-  const int64_t d = existing_dim(self, dim, op);
-  const int64_t size = self.sizes()[d];
-  STRATA_CHECK(index >= -size && index < size, op, "index ", index, " is out of range for dim ",
-               dim, " of size ", size, " (shape ", shape_string(self.sizes()), ")");
-  if (index < 0) index += size;
-  DimVector sizes(self.sizes()), strides(self.strides());
-  const int64_t offset = self.storage_offset() + index * strides[d];
-  sizes.erase(static_cast<size_t>(d));
-  strides.erase(static_cast<size_t>(d));
-  return make_view(self, sizes, strides, offset, op);
-}
+// ---- the views' layouts (Note [View layouts]) and batching rules
+// (shape_internal.h): select and slice are primitives (LayoutView makes their
+// kernels); narrow is a slice, by its decomposition.
+
+struct Select {
+  static constexpr const char* name = "strata::select";
+  static constexpr auto method = &Tensor::select;
+  static void layout(ViewLayout& v, int64_t dim, int64_t index) {
+    const int64_t d = existing_dim(v, dim, name);
+    const int64_t size = v.sizes[d];
+    STRATA_CHECK(index >= -size && index < size, name, "index ", index,
+                 " is out of range for dim ", dim, " of size ", size, " (shape ",
+                 shape_string(v.sizes), ")");
+    if (index < 0) index += size;
+    v.offset += index * v.strides[d];
+    v.sizes.erase(static_cast<size_t>(d));
+    v.strides.erase(static_cast<size_t>(d));
+  }
+  static ValueView take(const BatchedView& v, int64_t dim, int64_t index) {
+    const int64_t d = v.value_dim(dim);
+    return {v.value().select(d, index), v.bdim_without({d})};
+  }
+};
 
 // Python slicing: negative bounds count from the end, out-of-range bounds clamp,
 // and an end before the start gives an empty slice.
-Tensor slice_kernel(const Tensor& self, int64_t dim, std::optional<int64_t> start,
-                    std::optional<int64_t> end, int64_t step) {
-  const char* op = "strata::slice";
-  const int64_t d = existing_dim(self, dim, op);
-  STRATA_CHECK(step >= 1, op, "step must be positive, got ", step);
-  const int64_t size = self.sizes()[d];
-  auto clamp_bound = [size](int64_t bound) {
-    if (bound < 0) bound += size;
-    return std::clamp<int64_t>(bound, 0, size);
-  };
-  const int64_t first = clamp_bound(start.value_or(0));
-  const int64_t last = std::max(first, clamp_bound(end.value_or(size)));
-  DimVector sizes(self.sizes()), strides(self.strides());
-  const int64_t offset = self.storage_offset() + first * strides[d];
-  // ceil((last - first) / step); the stride is scaled only where it is used (a
-  // step past the end leaves one element), so a huge step cannot overflow either.
-  sizes[d] = (last - first) / step + ((last - first) % step != 0);
-  if (sizes[d] > 1) strides[d] *= step;
-  return make_view(self, sizes, strides, offset, op);
-}
+struct Slice {
+  static constexpr const char* name = "strata::slice";
+  static constexpr auto method = &Tensor::slice;
+  static void layout(ViewLayout& v, int64_t dim, std::optional<int64_t> start,
+                     std::optional<int64_t> end, int64_t step) {
+    const int64_t d = existing_dim(v, dim, name);
+    STRATA_CHECK(step >= 1, name, "step must be positive, got ", step);
+    const int64_t size = v.sizes[d];
+    auto clamp_bound = [size](int64_t bound) {
+      if (bound < 0) bound += size;
+      return std::clamp<int64_t>(bound, 0, size);
+    };
+    const int64_t first = clamp_bound(start.value_or(0));
+    const int64_t last = std::max(first, clamp_bound(end.value_or(size)));
+    v.offset += first * v.strides[d];
+    // ceil((last - first) / step); the stride is scaled only where it is used (a
+    // step past the end leaves one element), so a huge step cannot overflow either.
+    v.sizes[d] = (last - first) / step + ((last - first) % step != 0);
+    if (v.sizes[d] > 1) v.strides[d] *= step;
+  }
+  static ValueView take(const BatchedView& v, int64_t dim, std::optional<int64_t> start,
+                        std::optional<int64_t> end, int64_t step) {
+    return {v.value().slice(v.value_dim(dim), start, end, step), v.bdim()};
+  }
+};
 
-Tensor narrow_composite(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
-  const char* op = "strata::narrow";
-  const int64_t d = existing_dim(self, dim, op);
-  const int64_t size = self.sizes()[d];
-  STRATA_CHECK(length >= 0, op, "length must be non-negative, got ", length);
-  STRATA_CHECK(start >= -size && start <= size, op, "start ", start, " is out of range for dim ",
-               dim, " of size ", size, " (shape ", shape_string(self.sizes()), ")");
-  if (start < 0) start += size;
-  STRATA_CHECK(length <= size - start, op, "start (", start, ") + length (", length,
-               ") exceeds the size ", size, " of dim ", dim, " (shape ", shape_string(self.sizes()),
-               ")");
-  return self.slice(d, start, start + length, 1);
-}
+// narrow(dim, start, length) is slice(dim, start, start + length), with start
+// and length checked rather than clamped.
+struct Narrow {
+  static constexpr const char* name = "strata::narrow";
+  // `start`, made non-negative, after the checks.
+  static int64_t checked_start(IntArrayRef sizes, int64_t d, int64_t dim, int64_t start,
+                               int64_t length) {
+    const int64_t size = sizes[d];
+    STRATA_CHECK(length >= 0, name, "length must be non-negative, got ", length);
+    STRATA_CHECK(start >= -size && start <= size, name, "start ", start,
+                 " is out of range for dim ", dim, " of size ", size, " (shape ",
+                 shape_string(sizes), ")");
+    if (start < 0) start += size;
+    STRATA_CHECK(length <= size - start, name, "start (", start, ") + length (", length,
+                 ") exceeds the size ", size, " of dim ", dim, " (shape ", shape_string(sizes),
+                 ")");
+    return start;
+  }
+  static void layout(ViewLayout& v, int64_t dim, int64_t start, int64_t length) {
+    const int64_t d = existing_dim(v, dim, name);
+    start = checked_start(v.sizes, d, dim, start, length);
+    Slice::layout(v, d, start, start + length, 1);
+  }
+  static Tensor decomposition(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
+    const int64_t d = existing_dim(self, dim, name);
+    start = checked_start(self.sizes(), d, dim, start, length);
+    return self.slice(d, start, start + length, 1);
+  }
+};
 
 // Where the pieces of split_size along dim start (the last one shorter when the
 // size does not divide); `op` names split or split_copy in errors.
@@ -185,43 +223,25 @@ void slice_backward(BackwardContext& c) {
   c.set_grad(0, embed(c.grad(), dim, size, first, c.int_arg(4)));
 }
 
-// ---- batching rules (shape_internal.h) ----
-
-struct Select {
-  static constexpr const char* name = "strata::select";
-  static constexpr auto method = &Tensor::select;
-  static ValueView take(const BatchedView& v, int64_t dim, int64_t index) {
-    const int64_t d = v.value_dim(dim);
-    return {v.value().select(d, index), v.bdim_without({d})};
-  }
-};
-
-struct Slice {
-  static constexpr const char* name = "strata::slice";
-  static constexpr auto method = &Tensor::slice;
-  static ValueView take(const BatchedView& v, int64_t dim, std::optional<int64_t> start,
-                        std::optional<int64_t> end, int64_t step) {
-    return {v.value().slice(v.value_dim(dim), start, end, step), v.bdim()};
-  }
-};
-
 // ---- the rows (Note [One op, one place]) ----
 
 const OpFamily kSlicingOps("shape_slicing", {
-    view_op<&select_kernel>("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)",
-                            view_derivative(&select_backward), &ViewRule<Select>::call),
-    view_op<&slice_kernel>(
+    layout_view_op<Select>("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)",
+                           view_derivative(&select_backward)),
+    layout_view_op<Slice>(
         "slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> "
         "Tensor(a)",
-        view_derivative(&slice_backward), &ViewRule<Slice>::call),
-    copy_op<&select_kernel, Select>("select_copy.int(Tensor self, int dim, int index) -> Tensor",
-                                    view_derivative(&select_backward)),
-    copy_op<&slice_kernel, Slice>(
+        view_derivative(&slice_backward)),
+    copy_op<&LayoutView<Select>::kernel, Select>(
+        "select_copy.int(Tensor self, int dim, int index) -> Tensor",
+        view_derivative(&select_backward)),
+    copy_op<&LayoutView<Slice>::kernel, Slice>(
         "slice_copy.Tensor(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> "
         "Tensor",
         view_derivative(&slice_backward)),
     {.schema = "narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)",
-     .decomposition = &narrow_composite},
+     .decomposition = &Narrow::decomposition,
+     .view_layout = &LayoutView<Narrow>::from_ints},
     {.schema = "split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]",
      .decomposition = &split_composite},
     {.schema = "split_copy.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]",

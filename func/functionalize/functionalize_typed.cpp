@@ -18,7 +18,9 @@
 // - a view op with one result whose elements cannot share memory: the view of
 //   the synced value, wrapped as a view of the argument's root (with views
 //   removed and a layer or mode below, process()); narrow, a composite that is
-//   always one slice, too;
+//   always one slice, too. With nothing below the level, a view with a
+//   view_layout facet (select, slice, narrow) is made from the value's layout,
+//   without a call;
 // - an op defined by its decomposition: the decomposition, at the level.
 // While a dispatch mode or a WriteWatch watches, each hands the call to
 // process(), which shows them the boxed arguments. Every other op gets a boxed
@@ -176,6 +178,16 @@ struct InPlace<const Tensor&(const Tensor&, Rest...)> {
   }
 };
 
+// The view of `value` (a tensor with storage, below the level) that `layout`
+// gives: what the op would return below the level, made without a call
+// (Note [View layouts]).
+Tensor view_by_layout(const Tensor& value, ViewLayoutFn layout, const ViewIntArgs& args) {
+  ViewLayout view = ViewLayout::of(value);
+  layout(view, args);
+  return Tensor(make_intrusive<TensorImpl>(value.impl()->storage(), value.dtype(), view.sizes,
+                                           view.strides, view.offset));
+}
+
 // A view op with one result: a view of the synced value below the level,
 // wrapped as a view of the argument's root. With views removed the value is a
 // view too while nothing below the level sees it (Note [Views removed, seen
@@ -186,6 +198,8 @@ struct View;
 template <class... Rest>
 struct View<Tensor(const Tensor&, Rest...)> {
   TypedOperatorHandle<Tensor(const Tensor&, Rest...)> op;
+  // The op's view_layout facet, if it has one.
+  ViewLayoutFn layout = nullptr;
 
   Tensor operator()(DispatchKeySet keys, const Tensor& self, Rest... rest) const {
     int64_t level = 0;
@@ -205,7 +219,11 @@ struct View<Tensor(const Tensor&, Rest...)> {
     static_assert(sizeof...(Rest) <= std::tuple_size_v<decltype(ViewIntArgs::values)>);
     ViewIntArgs args;
     (args.add(rest), ...);
-    Tensor out = below_level(how, [&] { return op.call(w->value(), rest...); });
+    const Tensor& value = w->value();
+    const bool by_layout =
+        layout != nullptr && how == Route::BelowOnlyLayer && value.impl()->has_storage();
+    Tensor out = by_layout ? view_by_layout(value, layout, args)
+                           : below_level(how, [&] { return op.call(value, rest...); });
     return make_functional_view(std::move(out), *w, op, args, level);
   }
 };
@@ -261,6 +279,7 @@ bool try_register(const OperatorHandle& op, std::vector<RegistrationHandle>& han
   if constexpr (requires { kernel.decomposition; }) {
     kernel.decomposition = &find_op_def(op)->decomposition.value.function;
   }
+  if constexpr (requires { kernel.layout; }) kernel.layout = find_op_def(op)->view_layout;
   handles.push_back(Dispatcher::singleton().register_impl(
       op.operator_name(), DispatchKey::Functionalize, KernelFunction::from_unboxed(kernel),
       "typed functionalize kernel"));

@@ -1,14 +1,18 @@
 // The rows' facets against the table (Note [One op, one place], dispatcher/op_def.h):
 //  - OpShape.<entry>: every op a sample reaches (its composite parts too) has a
 //    shape function that predicts the sizes and dtypes of its outputs from the
-//    arguments alone, and a FLOP count that is not negative;
+//    arguments alone, and a FLOP count that is not negative; a view with a
+//    view_layout facet predicts its output's sizes, strides and offset from
+//    self's, or raises the op's own error;
 //  - OpDefCompleteness: every operator registered in the strata namespace has a
 //    row, and every row has each facet or says why not, and an op-table entry.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string>
 
 #include "dispatcher/dispatch_mode.h"
 #include "dispatcher/dispatcher.h"
@@ -25,8 +29,46 @@ std::string meta_string(const MetaList& metas) {
   return out.str();
 }
 
-// Checks each call's outputs against its row's shape function and FLOP formula,
-// and records the outermost op of each call of the sample.
+// What a view_layout facet says of a call (Note [View layouts]): the view's
+// layout, or the error it raises.
+struct LayoutPrediction {
+  std::optional<ViewLayout> layout;
+  std::string error;
+};
+
+// The prediction for a call of `def`'s op on `args` (self and ints), if the row
+// has the facet.
+std::optional<LayoutPrediction> predict_layout(const OpDef* def, const Stack& args) {
+  if (def == nullptr || def->view_layout == nullptr || !args[0].is_tensor()) return std::nullopt;
+  const Tensor& self = args[0].to_tensor();
+  ViewIntArgs ints;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i].is_none()) {
+      ints.add(std::optional<int64_t>());
+    } else {
+      ints.add(args[i].to_int());
+    }
+  }
+  LayoutPrediction p;
+  ViewLayout layout = ViewLayout::of(self);
+  try {
+    def->view_layout(layout, ints);
+    p.layout = std::move(layout);
+  } catch (const Error& e) {
+    p.error = e.what();
+  }
+  return p;
+}
+
+std::string layout_string(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  std::ostringstream out;
+  out << "sizes " << shape_string(sizes) << " strides " << shape_string(strides) << " offset "
+      << offset;
+  return out.str();
+}
+
+// Checks each call's outputs against its row's shape function, FLOP formula and
+// view layout, and records the outermost op of each call of the sample.
 class FacetCheckMode : public DispatchMode {
  public:
   void dispatch(const OperatorHandle& op, Stack& stack) override {
@@ -44,14 +86,25 @@ class FacetCheckMode : public DispatchMode {
         if (flops < 0) failures_ << name << ": " << flops << " FLOPs\n";
       }
     }
+    const std::optional<LayoutPrediction> layout =
+        predict_layout(def, Stack(stack.end() - static_cast<std::ptrdiff_t>(n), stack.end()));
     ++depth_;
     try {
       call_next(op, stack);
+    } catch (const Error& e) {
+      --depth_;
+      if (layout && layout->error != e.what()) {
+        failures_ << name << ": the op raised \"" << e.what() << "\", its view_layout "
+                  << (layout->layout ? "gave a layout" : "raised \"" + layout->error + "\"")
+                  << "\n";
+      }
+      throw;
     } catch (...) {
       --depth_;
       throw;
     }
     --depth_;
+    if (layout) check_layout(name, *layout, stack.back().to_tensor());
     if (!check) return;
     MetaList actual;
     const size_t outputs = op.schema().returns().size();
@@ -73,6 +126,18 @@ class FacetCheckMode : public DispatchMode {
   const std::set<std::string>& outermost() const { return outermost_; }
 
  private:
+  void check_layout(const std::string& name, const LayoutPrediction& predicted, const Tensor& out) {
+    const std::string got = layout_string(out.sizes(), out.strides(), out.storage_offset());
+    if (!predicted.layout) {
+      failures_ << name << ": view_layout raised \"" << predicted.error << "\", the op gave "
+                << got << "\n";
+      return;
+    }
+    const ViewLayout& v = *predicted.layout;
+    const std::string want = layout_string(v.sizes, v.strides, v.offset);
+    if (got != want) failures_ << name << ": view_layout says " << want << ", the op gave " << got << "\n";
+  }
+
   int depth_ = 0;
   std::set<std::string> outermost_;
   std::ostringstream failures_;

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 #include <strata/strata.h>
 
+#include <functional>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "tests/test_support.h"
 #include "tests/transforms/exact_values.h"
 #include "transforms/functionalize/functional_tensor.h"
 
@@ -161,6 +165,46 @@ TEST(FunctionalizeTyped, WritesThroughNarrowOutOfPlace) {
   auto [out, tail] = vmap(functionalize(f))(xs);
   expect_values(out, {1, 3, 30, 40, 0, 2, 20, 30});
   expect_values(tail, {30, 40, 20, 30});
+}
+
+// select, slice and narrow are made from the value's layout (Note [View
+// layouts]), here over a transposed root, with negative indices and a step:
+// the writes through them land where eager code puts them, and a bad view
+// raises eager's error.
+TEST(FunctionalizeTyped, ViewsByLayoutOverATransposedRoot) {
+  auto f = [](const Tensor& x) {
+    const Tensor z = x.clone();
+    const Tensor t = z.t();  // t[i][j] = z[j][i], [4, 3]
+    const Tensor column = t.slice(0, 1, std::nullopt, 2).select(1, -1);  // t[1][2], t[3][2]
+    column.mul_(num(10.0));
+    t.narrow(0, -2, 2).add_(num(1.0));  // t's rows 2 and 3: z's columns 2 and 3
+    return std::pair{z * 1.0, column * 1.0};
+  };
+  const Tensor x = arange(12).to(kFloat64).reshape({3, 4});
+  for (Remove remove : {Remove::Mutations, Remove::MutationsAndViews}) {
+    SCOPED_TRACE(remove == Remove::Mutations ? "Mutations" : "MutationsAndViews");
+    auto [z, column] = functionalize(f, remove)(x);
+    expect_values(z, {0, 1, 3, 4, 4, 5, 7, 8, 8, 90, 11, 111});
+    expect_values(column, {90, 111});
+  }
+  const std::vector<std::function<void(const Tensor&)>> bad_views{
+      [](const Tensor& y) { (void)y.select(1, 4); },
+      [](const Tensor& y) { (void)y.select(2, 0); },
+      [](const Tensor& y) { (void)y.slice(0, 0, 2, 0); },
+      [](const Tensor& y) { (void)y.narrow(1, 2, 3); },
+      [](const Tensor& y) { (void)y.narrow(0, -4, 1); },
+  };
+  for (const auto& view : bad_views) {
+    const std::string eager = testing::error_message([&] { view(x.clone()); });
+    ASSERT_FALSE(eager.empty());
+    const std::string functionalized = testing::error_message([&] {
+      functionalize([&](const Tensor& y) {
+        view(y.clone());
+        return y;
+      })(x);
+    });
+    EXPECT_EQ(functionalized, eager);
+  }
 }
 
 // With views removed the typed kernels still make views below the level (no

@@ -232,7 +232,7 @@ void FunctionalTensorWrapper::box_last_step() const {
   Stack args;
   args.reserve(last_step_->args.size);
   for (uint8_t i = 0; i < last_step_->args.size; ++i) {
-    if ((last_step_->args.none >> i) & 1u) {
+    if (last_step_->args.is_none(i)) {
       args.emplace_back();
     } else {
       args.emplace_back(last_step_->args.values[i]);

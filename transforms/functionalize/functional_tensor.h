@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "dispatcher/view_layout.h"
 #include "tensor/tensor.h"
 #include "transforms/tensor_wrapper.h"
 
@@ -140,23 +141,6 @@ class WriteWatch {
   int64_t level_;
   bool wrote_earlier_ = false;
   WriteWatch* outer_;
-};
-
-// The int arguments (int or int?) of a view step, unboxed: a view made by a
-// typed kernel keeps them so until its steps are read, which most views (a
-// slice written through and dropped) never are. Filled field by field and then
-// copied whole: filled well before the copy (before the call that makes the
-// view, not after), the copy need not wait for the stores to reach the cache.
-struct ViewIntArgs {
-  std::array<int64_t, 4> values{};
-  uint8_t size = 0;
-  uint8_t none = 0;  // bit i: argument i is None
-
-  void add(int64_t v) { values[size++] = v; }
-  void add(std::optional<int64_t> v) {
-    if (!v) none = static_cast<uint8_t>(none | (1u << size));
-    values[size++] = v.value_or(0);
-  }
 };
 
 // Note [A root's value]
