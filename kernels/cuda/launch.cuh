@@ -40,7 +40,8 @@ template <class T>
 struct Input {
   const char* data;
   T value;
-  bool broadcast;  // dense layouts: the one element at data serves every index; row packs: every row
+  bool
+      broadcast;  // dense layouts: the one element at data serves every index; row packs: every row
   int64_t strides[kMaxDims];
 };
 
@@ -118,14 +119,13 @@ struct Sizes {
 
 // Each operand's byte offset accumulates in a register as the linear index is
 // split into coordinates (innermost first); the dim loop has a compile-time bound
-// so that no coordinate array goes to local memory.
-template <class Index, class Out, class F, class... In, size_t... I>
-__device__ __forceinline__ void strided_element(Index i, const Sizes& sizes, const Input<Out>& out,
-                                                F& f, std::index_sequence<I...>,
-                                                const Input<In>&... in) {
+// so that no coordinate array goes to local memory. Returns the output's offset.
+template <class Index, class Out, class... In, size_t... I>
+__device__ __forceinline__ Index split_index(Index i, const Sizes& sizes, const Input<Out>& out,
+                                             Index (&offsets)[sizeof...(In) + 1],
+                                             std::index_sequence<I...>, const Input<In>&... in) {
   Index rest = i;
   Index out_offset = 0;
-  Index offsets[sizeof...(In) + 1] = {};
 #pragma unroll
   for (int d = kMaxDims - 1; d >= 0; --d) {
     if (d >= sizes.rank) continue;
@@ -141,6 +141,16 @@ __device__ __forceinline__ void strided_element(Index i, const Sizes& sizes, con
     out_offset += c * static_cast<Index>(out.strides[d]);
     ((offsets[I] += c * static_cast<Index>(in.strides[d])), ...);
   }
+  return out_offset;
+}
+
+template <class Index, class Out, class F, class... In, size_t... I>
+__device__ __forceinline__ void strided_element(Index i, const Sizes& sizes, const Input<Out>& out,
+                                                F& f, std::index_sequence<I...>,
+                                                const Input<In>&... in) {
+  Index offsets[sizeof...(In) + 1] = {};
+  const Index out_offset =
+      split_index<Index>(i, sizes, out, offsets, std::index_sequence<I...>{}, in...);
   *reinterpret_cast<Out*>(const_cast<char*>(out.data) + out_offset) =
       f(load_at<Index>(in, offsets[I])...);
 }
@@ -166,24 +176,9 @@ template <class Index, class Out, class F, class... In, size_t... I>
 __device__ __forceinline__ void strided_pack(Index p, const Sizes& sizes, const Input<Out>& out,
                                              F& f, std::index_sequence<I...>,
                                              const Input<In>&... in) {
-  Index rest = p;
-  Index out_offset = 0;
   Index offsets[sizeof...(In) + 1] = {};
-#pragma unroll
-  for (int d = kMaxDims - 1; d >= 0; --d) {
-    if (d >= sizes.rank) continue;
-    const Index size = static_cast<Index>(sizes.v[d]);
-    Index quotient;
-    if constexpr (sizeof(Index) == 4) {
-      quotient = static_cast<Index>(sizes.div[d].divide(static_cast<uint32_t>(rest)));
-    } else {
-      quotient = rest / size;
-    }
-    const Index c = rest - quotient * size;
-    rest = quotient;
-    out_offset += c * static_cast<Index>(out.strides[d]);
-    ((offsets[I] += c * static_cast<Index>(in.strides[d])), ...);
-  }
+  const Index out_offset =
+      split_index<Index>(p, sizes, out, offsets, std::index_sequence<I...>{}, in...);
   auto compute = [&](const Pack<In>&... x) {
     Pack<Out> r;
 #pragma unroll
