@@ -42,6 +42,9 @@ std::optional<LayoutPrediction> predict_layout(const OpDef* def, const Stack& ar
   if (def == nullptr || def->view_layout == nullptr || !args[0].is_tensor()) return std::nullopt;
   const Tensor& self = args[0].to_tensor();
   ViewIntArgs ints;
+  if (args.size() - 1 > ints.values.size()) {
+    return LayoutPrediction{std::nullopt, "more int arguments than ViewIntArgs holds"};
+  }
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i].is_none()) {
       ints.add(std::optional<int64_t>());
@@ -135,7 +138,9 @@ class FacetCheckMode : public DispatchMode {
     }
     const ViewLayout& v = *predicted.layout;
     const std::string want = layout_string(v.sizes, v.strides, v.offset);
-    if (got != want) failures_ << name << ": view_layout says " << want << ", the op gave " << got << "\n";
+    if (got != want) {
+      failures_ << name << ": view_layout says " << want << ", the op gave " << got << "\n";
+    }
   }
 
   int depth_ = 0;

@@ -210,6 +210,8 @@ class FunctionalTensorWrapper final : public TensorImpl {
                                      bool);
   friend Tensor make_functional_view(Tensor, const FunctionalTensorWrapper&, const OperatorHandle&,
                                      const ViewIntArgs&, int64_t);
+  // A step as a typed kernel made it, its arguments boxed only when the steps
+  // are read: most views (a slice written through and dropped) never are.
   struct UnboxedStep {
     UnboxedStep(const OperatorHandle& op, const ViewIntArgs& args) : op(op), args(args) {}
     OperatorHandle op;
